@@ -1,0 +1,5 @@
+import sys
+
+from kinemesh.cli import main
+
+sys.exit(main())

@@ -1,0 +1,64 @@
+"""The ``kinemesh`` command. Each sub-command lives in its own module under ``kinemesh/commands/``.
+
+A command module defines ``register(subparsers)`` which adds its parser and sets ``func`` (a callable
+taking the parsed ``argparse.Namespace`` and returning an exit code or None). Modules are imported lazily
+by name so ``kinemesh --help`` stays fast and one broken optional dependency does not take down the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import pkgutil
+import sys
+
+from kinemesh import __version__
+from kinemesh.errors import KinemeshError
+
+
+def _command_modules() -> list[str]:
+    import kinemesh.commands as pkg
+
+    return sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_"))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kinemesh",
+        description="Turn a static 3D object into a dynamic, interactive 4D object.",
+    )
+    parser.add_argument("--version", action="version", version=f"kinemesh {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print debug logging and full tracebacks")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in _command_modules():
+        module = importlib.import_module(f"kinemesh.commands.{name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(levelname)s: %(message)s",
+    )
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        code = args.func(args)
+    except KinemeshError as exc:
+        if args.verbose:
+            raise
+        print(f"kinemesh {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"kinemesh {args.command}: interrupted", file=sys.stderr)
+        return 130
+    return int(code or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

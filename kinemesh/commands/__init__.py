@@ -1,0 +1,1 @@
+"""Sub-commands of the ``kinemesh`` CLI, one module each (see ``kinemesh/cli.py``)."""
