@@ -1,0 +1,278 @@
+"""The user-facing kinematic model: ``load_model()``, ``model.instance(...)``, ``model.prior``, ``model.decode``.
+
+A ``KinematicModel`` wraps the trained conditional VAE. Bound to one rest mesh it becomes a
+``NeuralInstanceDecoder`` (the ``InstanceDecoder`` contract of ``kinemesh.model.interface``): z (..., D) ->
+deformed surface points / vertices in metres in the mesh's own frame, differentiable in z in reverse and
+forward mode.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from kinemesh.errors import ConfigError, InputFileError
+from kinemesh.model import _geometry as geo
+from kinemesh.model.checkpoint import DEFAULT_CHECKPOINT, load_weights, read_config, save_weights
+from kinemesh.model.config import Config, preset
+from kinemesh.model.network import KinematicVAE
+
+log = logging.getLogger(__name__)
+
+
+def _as_mesh_arrays(mesh) -> tuple[np.ndarray, np.ndarray]:
+    """(vertices (n,3) float64, faces (m,3) int64) from a trimesh, a (vertices, faces) pair or a path."""
+    if isinstance(mesh, (str, os.PathLike)):
+        import trimesh
+
+        path = Path(mesh)
+        if not path.is_file():
+            raise InputFileError(path, "mesh file not found")
+        try:
+            mesh = trimesh.load(str(path), force="mesh", process=False)
+        except Exception as exc:
+            raise InputFileError(path, f"cannot read mesh ({exc})") from exc
+    if hasattr(mesh, "vertices") and hasattr(mesh, "faces"):
+        return np.asarray(mesh.vertices, dtype=np.float64), np.asarray(mesh.faces, dtype=np.int64)
+    vertices, faces = mesh
+    return np.asarray(vertices, dtype=np.float64), np.asarray(faces, dtype=np.int64)
+
+
+def connected_components(n_vertices: int, faces: np.ndarray) -> np.ndarray:
+    """Connected-component label per vertex (n,) int (isolated vertices get their own label)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components as cc
+
+    f = np.asarray(faces, dtype=np.int64)
+    rows = np.concatenate([f[:, 0], f[:, 1], f[:, 2]])
+    cols = np.concatenate([f[:, 1], f[:, 2], f[:, 0]])
+    g = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_vertices, n_vertices))
+    return cc(g, directed=False)[1]
+
+
+class NeuralInstanceDecoder:
+    """The learned kinematic state space of one mesh (implements ``InstanceDecoder``).
+
+    Attributes
+    ----------
+    latent_dim : int D.
+    mu_cond : (D,) prior mean of this instance (prior N(mu_cond, I)).
+    rest_points : (P, 3) sampled surface points of the rest mesh, metres.
+    rest_vertices : (N, 3) rest mesh vertices, metres.
+    faces : (M, 3) int64 numpy faces.
+    face_ids, bary : (P,), (P, 3) where each sampled point lies on the rest mesh.
+    center, scale : the normalisation (normalised = (x - center) * scale).
+    """
+
+    def __init__(self, net: KinematicVAE, vertices: np.ndarray, faces: np.ndarray, n_points: int = 2048,
+                 seed: int = 0, k: int = 8, part_ids: np.ndarray | None = None):
+        if vertices.ndim != 2 or vertices.shape[1] != 3 or len(vertices) < 3:
+            raise ConfigError(f"instance(): vertices must be (n, 3) with n >= 3, got {vertices.shape}")
+        if faces.ndim != 2 or faces.shape[1] != 3 or len(faces) == 0:
+            raise ConfigError(f"instance(): faces must be (m, 3) with m >= 1, got {faces.shape}")
+        if not np.isfinite(vertices).all():
+            raise ConfigError("instance(): vertices contain NaN or inf")
+        if faces.min() < 0 or faces.max() >= len(vertices):
+            raise ConfigError("instance(): faces index vertices out of range")
+        self.net = net
+        self.cfg = net.cfg
+        p = next(net.parameters())
+        self.dtype, self.device = p.dtype, p.device
+        self.faces = faces
+        self.center, self.scale = geo.normalization(vertices)
+        pts, face_ids, bary = geo.sample_surface(vertices, faces, n_points, seed=seed)
+        self.face_ids, self.bary = np.asarray(face_ids), np.asarray(bary)
+        t = lambda a: torch.as_tensor(np.asarray(a), dtype=self.dtype, device=self.device)  # noqa: E731
+        self.rest_points = t(pts)
+        self.rest_vertices = t(vertices)
+        self._qn = t((np.asarray(pts) - self.center) * self.scale)  # normalised query points (P, 3)
+        self._vn = t((vertices - self.center) * self.scale)  # normalised vertices (N, 3)
+
+        # vertices follow the k nearest sampled points of the same connected component (or part)
+        groups = part_ids if part_ids is not None else connected_components(len(vertices), faces)
+        groups = np.asarray(groups).reshape(-1)
+        point_groups = groups[faces[self.face_ids, 0]]
+        missing = ~np.isin(groups, point_groups)
+        if missing.any():  # components too small to receive a sample follow their nearest point
+            from scipy.spatial import cKDTree
+
+            groups = groups.copy()
+            groups[missing] = point_groups[cKDTree(pts).query(vertices[missing])[1]]
+        self.vertex_groups, self.point_groups = groups, point_groups
+        self.knn_idx, self.knn_w = geo.knn_weights(pts, vertices, k=k, point_groups=point_groups,
+                                                   vertex_groups=groups)
+
+        with torch.no_grad():
+            mu, h = net.prior(self._qn[None])
+            self.mu_cond = mu[0].to(self.dtype)
+            self._h = h.to(self.dtype)
+            if self.cfg.head == "dq_skinning":
+                w = net.decoder.skin_weights(self._qn[None], self._h).to(self.dtype)  # (1, P, K)
+                self._weights = w
+                self._pivots = net.decoder.pivots(self._qn[None], w).to(self.dtype)  # (1, K, 3)
+                wv = geo.to_vertices(w[0], self.knn_idx, self.knn_w)
+                self._vertex_weights = (wv / wv.sum(-1, keepdim=True))[None]  # (1, N, K)
+
+    @property
+    def latent_dim(self) -> int:
+        return self.cfg.latent_dim
+
+    @property
+    def skin_weights(self) -> torch.Tensor | None:
+        """(P, K) skinning weights of the sampled points (dq_skinning head), else None."""
+        return self._weights[0] if self.cfg.head == "dq_skinning" else None
+
+    def prior_sample(self, n: int, seed: int | None = 0, std: float = 1.0) -> torch.Tensor:
+        """n samples (n, D) of the instance prior N(mu_cond, std^2 I)."""
+        g = torch.Generator().manual_seed(int(seed)) if seed is not None else None
+        eps = torch.randn(n, self.latent_dim, generator=g, dtype=torch.float64)
+        return self.mu_cond[None] + std * eps.to(self.dtype).to(self.device)
+
+    def _to_metres(self, x: torch.Tensor) -> torch.Tensor:
+        return x / self.scale + torch.as_tensor(self.center, dtype=x.dtype, device=x.device)
+
+    def _flat(self, z: torch.Tensor) -> tuple[torch.Tensor, tuple]:
+        z = torch.as_tensor(z, device=self.device)
+        if z.shape[-1] != self.latent_dim:
+            raise ConfigError(f"z has last dimension {z.shape[-1]}, expected latent_dim {self.latent_dim}")
+        return z.reshape(-1, self.latent_dim).to(self.dtype), z.shape[:-1]
+
+    def _token_dq(self, zf: torch.Tensor) -> torch.Tensor:
+        B = zf.shape[0]
+        dec = self.net.decoder
+        tokens = dec.latent_tokens(zf, self._h.expand(B, -1, -1))
+        return dec.token_transforms(tokens, self._pivots.expand(B, -1, -1)).to(self.dtype)
+
+    def _point_out(self, zf: torch.Tensor) -> torch.Tensor:
+        B = zf.shape[0]
+        dec = self.net.decoder
+        tokens = dec.latent_tokens(zf, self._h.expand(B, -1, -1))
+        feats = dec.query_features(self._qn.expand(B, -1, -1), tokens)
+        return dec.point_transforms(feats, self._qn.expand(B, -1, -1)).to(self.dtype)
+
+    def points(self, z: torch.Tensor) -> torch.Tensor:
+        """Deformed sample points: z (..., D) -> (..., P, 3) metres."""
+        zf, batch = self._flat(z)
+        if self.cfg.head == "dq_skinning":
+            dq = geo.dq_blend(self._token_dq(zf)[:, None], self._weights)  # (B, P, 8)
+            xn = geo.dq_apply(dq, self._qn)
+        elif self.cfg.head == "per_point_dq":
+            xn = geo.dq_apply(self._point_out(zf), self._qn)
+        else:
+            xn = self._qn + self._point_out(zf)
+        return self._to_metres(xn).reshape(*batch, -1, 3)
+
+    def vertices(self, z: torch.Tensor) -> torch.Tensor:
+        """Deformed mesh vertices: z (..., D) -> (..., N, 3) metres.
+
+        Vertices take the k-nearest-point average (same connected component) of the points' skinning
+        weights / dual quaternions / displacements, so a rigid part's vertices move rigidly.
+        """
+        zf, batch = self._flat(z)
+        if self.cfg.head == "dq_skinning":
+            dq = geo.dq_blend(self._token_dq(zf)[:, None], self._vertex_weights)  # (B, N, 8)
+            xn = geo.dq_apply(dq, self._vn)
+        elif self.cfg.head == "per_point_dq":
+            dq = self._point_out(zf)
+            dq = dq * torch.where(dq[..., :1] < 0, -1.0, 1.0).to(dq.dtype)  # one hemisphere before averaging
+            xn = geo.dq_apply(geo.dq_normalize(geo.to_vertices(dq, self.knn_idx, self.knn_w)), self._vn)
+        else:
+            xn = self._vn + geo.to_vertices(self._point_out(zf), self.knn_idx, self.knn_w)
+        return self._to_metres(xn).reshape(*batch, -1, 3)
+
+
+class KinematicModel:
+    """A trained (or freshly initialised) conditional VAE with its configuration."""
+
+    def __init__(self, net: KinematicVAE, config: Config, info: dict | None = None):
+        self.net = net.eval()
+        self.config = config
+        self.info = dict(info or {})
+
+    @property
+    def latent_dim(self) -> int:
+        return self.config.model.latent_dim
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.net.parameters()).device
+
+    def to(self, device=None, dtype=None) -> "KinematicModel":
+        """Move/cast the network (e.g. ``dtype=torch.float64`` for finite-difference checks)."""
+        self.net.to(device=device, dtype=dtype)
+        return self
+
+    def instance(self, vertices, faces, n_points: int = 2048, seed: int = 0, k: int = 8,
+                 part_ids=None) -> NeuralInstanceDecoder:
+        """Bind the model to a rest mesh: vertices (n, 3) metres, faces (m, 3) -> ``InstanceDecoder``.
+
+        ``n_points`` surface samples (seeded by ``seed``) carry the deformation; each vertex averages its
+        ``k`` nearest samples on the same connected component (or the same part when ``part_ids`` (n,) is
+        given). Raises ConfigError on malformed arrays.
+        """
+        return NeuralInstanceDecoder(self.net, np.asarray(vertices, dtype=np.float64),
+                                     np.asarray(faces, dtype=np.int64), n_points=n_points, seed=seed, k=k,
+                                     part_ids=part_ids)
+
+    def prior(self, mesh, n_points: int = 2048, seed: int = 0) -> torch.distributions.Distribution:
+        """The instance prior N(mu_cond, I) of ``mesh`` (trimesh, (vertices, faces) or path) over z (D,)."""
+        inst = self.instance(*_as_mesh_arrays(mesh), n_points=n_points, seed=seed)
+        return torch.distributions.Independent(
+            torch.distributions.Normal(inst.mu_cond, torch.ones_like(inst.mu_cond)), 1)
+
+    def decode(self, z: torch.Tensor, mesh, n_points: int = 2048, seed: int = 0) -> torch.Tensor:
+        """Deformed vertices (..., N, 3) metres of ``mesh`` at latent states z (..., D)."""
+        inst = self.instance(*_as_mesh_arrays(mesh), n_points=n_points, seed=seed)
+        return inst.vertices(z)
+
+    def save(self, folder: str | os.PathLike) -> Path:
+        """Write ``config.json`` + ``model.safetensors``."""
+        return save_weights(self.net, self.config, folder, extra=self.info)
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike, device: str = "cpu") -> "KinematicModel":
+        """Read a checkpoint folder. Raises InputFileError / ConfigError."""
+        config, info = read_config(folder)
+        net = KinematicVAE(config.model)
+        load_weights(net, folder)
+        return cls(net.to(device), config, info)
+
+
+def untrained_model(preset_name: str = "cpu-small", seed: int = 0, device: str = "cpu") -> KinematicModel:
+    """A freshly initialised model whose decoder already responds to z (random small head weights).
+
+    Only for development and tests of downstream code; its deformations are arbitrary.
+    """
+    config = preset(preset_name)
+    g = torch.random.fork_rng()
+    with g:
+        torch.manual_seed(seed)
+        net = KinematicVAE(config.model)
+        head = net.decoder.token_head if config.model.head == "dq_skinning" else net.decoder.point_head[-1]
+        torch.nn.init.normal_(head.weight, std=0.02)
+    return KinematicModel(net.to(device), config, {"trained": False})
+
+
+def load_model(checkpoint_dir: str | os.PathLike | None = None, device: str = "cpu") -> KinematicModel:
+    """Load a kinematic model; ``None`` = the default checkpoint shipped in ``kinemesh/assets``.
+
+    If the default checkpoint has not been trained yet, an untrained model is returned with a warning.
+    Raises InputFileError for a bad explicit checkpoint folder, ConfigError for a bad device.
+    """
+    if device not in ("cpu", "cuda") and not str(device).startswith("cuda:"):
+        raise ConfigError(f"device must be cpu or cuda, got {device!r}")
+    if str(device).startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError("device cuda requested but torch.cuda.is_available() is False")
+    if checkpoint_dir is None:
+        if not (DEFAULT_CHECKPOINT / "model.safetensors").is_file():
+            log.warning("default checkpoint %s not found; using an UNTRAINED model", DEFAULT_CHECKPOINT)
+            return untrained_model(device=device)
+        checkpoint_dir = DEFAULT_CHECKPOINT
+    folder = Path(checkpoint_dir)
+    if not folder.is_dir():
+        raise InputFileError(folder, "checkpoint folder not found")
+    return KinematicModel.load(folder, device=device)

@@ -1,0 +1,165 @@
+"""Configuration of the kinematic model and its training, with named presets.
+
+Presets: ``tiny`` (tests), ``cpu-small`` (the default; about 1-2 M parameters, trains on 2 CPU cores) and
+``paper`` (paper-sized, for GPUs; NeuROK Sec. 4.1 uses a transformer conditional VAE of this kind).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kinemesh.errors import ConfigError
+
+HEADS = ("dq_skinning", "displacement", "per_point_dq")
+
+
+@dataclass
+class ModelConfig:
+    """Architecture of the conditional VAE (prior encoder, posterior encoder, decoder)."""
+
+    width: int = 128
+    """Feature width of every transformer layer."""
+    heads: int = 4
+    """Attention heads per attention layer (``width`` must be divisible by it)."""
+    n_tokens: int = 16
+    """K, the number of learnable tokens of the prior encoder and of the latent (posterior uses 2K)."""
+    token_dim: int = 8
+    """F_token, latent dimensions per token; the latent dimension is D = n_tokens * token_dim."""
+    n_freqs: int = 8
+    """Fourier frequencies per input coordinate of the 3DShape2VecSet position embedding (2^i * pi)."""
+    enc_self_layers: int = 2
+    """Self-attention blocks after the cross-attention of each encoder (prior and posterior)."""
+    dec_self_layers: int = 2
+    """Self-attention blocks over the latent tokens in the decoder."""
+    dec_cross_layers: int = 1
+    """Cross-attention blocks in which the query points attend to the tokens in the decoder."""
+    mlp_ratio: int = 2
+    """Hidden width of each block's MLP as a multiple of ``width``."""
+    head: str = "dq_skinning"
+    """Deformation head: ``dq_skinning`` (each token predicts a rigid transform as a unit dual quaternion,
+    points blend them with learned soft weights; rigid by construction), ``per_point_dq`` (a unit dual
+    quaternion per point, NeuROK footnote 3) or ``displacement`` (plain per-point displacement; ablation)."""
+    skin_temperature: float = 1.0
+    """Divides the skinning-weight logits; lower gives sharper part assignments."""
+
+    def __post_init__(self) -> None:
+        if self.head not in HEADS:
+            raise ConfigError(f"model.head: unknown head {self.head!r}, expected one of {HEADS}")
+        if self.width % self.heads:
+            raise ConfigError(f"model.width {self.width} is not divisible by model.heads {self.heads}")
+        for name in ("width", "heads", "n_tokens", "token_dim", "n_freqs", "mlp_ratio"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"model.{name} must be >= 1, got {getattr(self, name)}")
+
+    @property
+    def latent_dim(self) -> int:
+        """D = K * F_token."""
+        return self.n_tokens * self.token_dim
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation, data sampling and augmentation of ``kinemesh train``."""
+
+    batch_size: int = 16
+    """Pairs per optimisation step (per process under DDP)."""
+    n_points: int = 512
+    """Surface points sampled per training pair (inference uses more, e.g. 2048)."""
+    lr: float = 5e-4
+    """AdamW learning rate (peak, after warm-up)."""
+    weight_decay: float = 1e-4
+    """AdamW weight decay."""
+    warmup_steps: int = 200
+    """Linear learning-rate warm-up steps; collapse checks start after ``2 * warmup_steps``."""
+    grad_clip: float = 1.0
+    """Gradient-norm clip."""
+    kl_weight: float = 0.01
+    """lambda of Eq. 1 (NeuROK Sec. 4.2): loss = recon + lambda * KL."""
+    free_bits: float = 0.05
+    """KL floor per latent dimension in nats (batch-averaged KL of a dimension below it costs nothing);
+    stops posterior collapse."""
+    collapse_kl: float = 0.05
+    """After warm-up, a total raw KL (nats per sample) below this for ``collapse_patience`` checks means the
+    posterior collapsed onto the prior: training stops with an error."""
+    collapse_patience: int = 5
+    """Consecutive collapsed log intervals before failing."""
+    rotate_z: bool = True
+    """Augmentation: random rotation about the up (Z) axis."""
+    scale_range: tuple[float, float] = (0.85, 1.15)
+    """Augmentation: random uniform scale after normalisation (1, 1 disables)."""
+    resample_points: bool = True
+    """Augmentation: fresh surface samples for every pair (off: one fixed sample set per instance)."""
+    val_every: int = 500
+    """Steps between validation passes on the held-out split."""
+    val_batches: int = 8
+    """Batches per validation pass."""
+    ckpt_every: int = 500
+    """Steps between checkpoints."""
+    log_every: int = 25
+    """Steps between CSV/TensorBoard log rows."""
+    bf16: bool = False
+    """bfloat16 autocast for the transformer (the dual-quaternion head always runs in float32)."""
+    max_cached_instances: int = 100000
+    """Instances kept in memory by the data loader."""
+
+    def __post_init__(self) -> None:
+        self.scale_range = tuple(float(s) for s in self.scale_range)
+        if self.batch_size < 1 or self.n_points < 8:
+            raise ConfigError("train.batch_size must be >= 1 and train.n_points >= 8")
+
+
+@dataclass
+class Config:
+    """Model plus training configuration, stored as ``config.json`` in every checkpoint."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    """The network architecture."""
+    train: TrainConfig = field(default_factory=TrainConfig)
+    """How it was (or will be) trained."""
+    preset: str = "custom"
+    """Name of the preset this came from."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"preset": self.preset, "model": asdict(self.model), "train": asdict(self.train),
+                "format": "kinemesh-model-1"}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], where: str = "config") -> "Config":
+        def build(kls, values):
+            names = {f.name for f in dataclasses.fields(kls)}
+            unknown = set(values) - names
+            if unknown:
+                raise ConfigError(f"{where}: unknown {kls.__name__} field(s) {sorted(unknown)}")
+            return kls(**values)
+
+        return cls(model=build(ModelConfig, d.get("model", {})), train=build(TrainConfig, d.get("train", {})),
+                   preset=str(d.get("preset", "custom")))
+
+
+def preset(name: str) -> Config:
+    """A named configuration: ``tiny``, ``cpu-small`` (default) or ``paper``. Raises ConfigError."""
+    if name == "tiny":
+        return Config(
+            ModelConfig(width=32, heads=2, n_tokens=4, token_dim=4, n_freqs=4, enc_self_layers=1,
+                        dec_self_layers=1, dec_cross_layers=1, mlp_ratio=2),
+            TrainConfig(batch_size=4, n_points=64, lr=2e-3, warmup_steps=5, val_every=10, val_batches=1,
+                        ckpt_every=10, log_every=2),
+            preset="tiny",
+        )
+    if name == "cpu-small":
+        return Config(ModelConfig(), TrainConfig(), preset="cpu-small")
+    if name == "paper":
+        # A paper-sized perceiver VAE (3DShape2VecSet-like widths), for GPUs.
+        return Config(
+            ModelConfig(width=512, heads=8, n_tokens=64, token_dim=16, n_freqs=8, enc_self_layers=6,
+                        dec_self_layers=6, dec_cross_layers=2, mlp_ratio=4),
+            TrainConfig(batch_size=64, n_points=2048, lr=1e-4, warmup_steps=2000, val_every=2000,
+                        ckpt_every=2000, log_every=100, bf16=True),
+            preset="paper",
+        )
+    raise ConfigError(f"unknown preset {name!r}, expected one of {PRESETS}")
+
+
+PRESETS = ("tiny", "cpu-small", "paper")

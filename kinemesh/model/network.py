@@ -1,0 +1,286 @@
+"""The conditional VAE of NeuROK Sec. 4.1: prior encoder, posterior encoder and deformation decoder.
+
+Everything works in normalised coordinates (rest bounding box centred at 0, longest side 1).
+Attention is plain matmul + softmax (not ``F.scaled_dot_product_attention``: its CPU kernel has no
+forward-mode AD, and dynamics needs ``torch.func.jvp`` through the decoder).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from kinemesh.model import _geometry as geo
+from kinemesh.model.config import ModelConfig
+
+
+def _up(x: torch.Tensor) -> torch.Tensor:
+    """Half precision -> float32; float32/float64 unchanged (the geometric heads never run in bf16)."""
+    return x.float() if x.dtype in (torch.bfloat16, torch.float16) else x
+
+
+class FourierEmbedding(nn.Module):
+    """3DShape2VecSet position embedding: [x, sin(2^i pi x), cos(2^i pi x)] -> linear. (..., C) -> (..., W)."""
+
+    def __init__(self, in_dim: int, n_freqs: int, width: int):
+        super().__init__()
+        self.register_buffer("freqs", (2.0 ** torch.arange(n_freqs)) * math.pi, persistent=False)
+        self.proj = nn.Linear(in_dim * (2 * n_freqs + 1), width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        xf = (x[..., None] * self.freqs.to(x.dtype)).flatten(-2)
+        return self.proj(torch.cat([x, xf.sin(), xf.cos()], -1))
+
+
+class Attention(nn.Module):
+    """Multi-head attention with explicit matmuls (forward-AD friendly)."""
+
+    def __init__(self, width: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.q = nn.Linear(width, width)
+        self.kv = nn.Linear(width, 2 * width)
+        self.out = nn.Linear(width, width)
+
+    def forward(self, x: torch.Tensor, ctx: torch.Tensor) -> torch.Tensor:
+        # x: (B, Q, W), ctx: (B, C, W)
+        B, Q, W = x.shape
+        h, dh = self.heads, W // self.heads
+        q = self.q(x).view(B, Q, h, dh).transpose(1, 2)
+        k, v = self.kv(ctx).view(B, ctx.shape[1], 2, h, dh).permute(2, 0, 3, 1, 4)
+        att = torch.softmax((q @ k.transpose(-1, -2)) * (dh ** -0.5), dim=-1)
+        return self.out((att @ v).transpose(1, 2).reshape(B, Q, W))
+
+
+class Block(nn.Module):
+    """Pre-norm transformer block: attention (self, or cross to a context) then MLP."""
+
+    def __init__(self, width: int, heads: int, mlp_ratio: int, cross: bool):
+        super().__init__()
+        self.cross = cross
+        self.norm_x = nn.LayerNorm(width)
+        self.norm_ctx = nn.LayerNorm(width) if cross else None
+        self.attn = Attention(width, heads)
+        self.norm_mlp = nn.LayerNorm(width)
+        self.mlp = nn.Sequential(nn.Linear(width, mlp_ratio * width), nn.GELU(),
+                                 nn.Linear(mlp_ratio * width, width))
+
+    def forward(self, x: torch.Tensor, ctx: torch.Tensor | None = None) -> torch.Tensor:
+        xn = self.norm_x(x)
+        x = x + self.attn(xn, self.norm_ctx(ctx) if self.cross else xn)
+        return x + self.mlp(self.norm_mlp(x))
+
+
+class Perceiver(nn.Module):
+    """Learnable tokens cross-attend to point features, then self-attention blocks. -> (B, T, W)."""
+
+    def __init__(self, n_tokens: int, width: int, heads: int, mlp_ratio: int, self_layers: int):
+        super().__init__()
+        self.tokens = nn.Parameter(torch.randn(n_tokens, width) * 0.02)
+        self.cross = Block(width, heads, mlp_ratio, cross=True)
+        self.blocks = nn.ModuleList(Block(width, heads, mlp_ratio, cross=False) for _ in range(self_layers))
+        self.norm = nn.LayerNorm(width)
+
+    def forward(self, feats: torch.Tensor) -> torch.Tensor:
+        x = self.cross(self.tokens.expand(feats.shape[0], -1, -1).to(feats.dtype), feats)
+        for b in self.blocks:
+            x = b(x)
+        return self.norm(x)
+
+
+class PriorEncoder(nn.Module):
+    """E_cond(M0): rest points (B, P, 3) -> (mu_cond (B, D), token features h (B, K, W))."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = FourierEmbedding(3, cfg.n_freqs, cfg.width)
+        self.perceiver = Perceiver(cfg.n_tokens, cfg.width, cfg.heads, cfg.mlp_ratio, cfg.enc_self_layers)
+        self.to_mu = nn.Linear(cfg.width, cfg.token_dim)
+
+    def forward(self, points: torch.Tensor):
+        h = self.perceiver(self.embed(points))
+        return self.to_mu(h).flatten(1), h
+
+
+class PosteriorEncoder(nn.Module):
+    """E_vae(phi, M0): points (B,P,3) + deformation (B,P,3), 2K tokens -> (mean (B, D), log-variance (B, D))."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = FourierEmbedding(6, cfg.n_freqs, cfg.width)
+        self.perceiver = Perceiver(2 * cfg.n_tokens, cfg.width, cfg.heads, cfg.mlp_ratio, cfg.enc_self_layers)
+        self.to_mean = nn.Linear(cfg.width, cfg.token_dim)
+        self.to_logvar = nn.Linear(cfg.width, cfg.token_dim)
+
+    def forward(self, points: torch.Tensor, delta: torch.Tensor):
+        h = self.perceiver(self.embed(torch.cat([points, delta], -1)))
+        K = self.cfg.n_tokens
+        return self.to_mean(h[:, :K]).flatten(1), self.to_logvar(h[:, K:]).flatten(1)
+
+
+class Decoder(nn.Module):
+    """D(z, M0): latent tokens (conditioned on the shape tokens of E_cond) -> deformed query points.
+
+    Heads (``cfg.head``):
+    - ``dq_skinning``: token k predicts a rigid transform T_k (unit dual quaternion, a rotation about the
+      soft centroid of its region plus a translation); query point p gets skinning weights
+      softmax(logits_p / temperature) over tokens from its position and the shape tokens only (independent of
+      z), and moves by DQ blending of the T_k (rigid by construction where weights are one-hot; smooth
+      weights give elastic/cloth motion, as in Simplicits).
+    - ``per_point_dq``: query points cross-attend to the latent tokens; an MLP gives one unit dual quaternion
+      per point (NeuROK Sec. 4.1, footnote 3).
+    - ``displacement``: as above but the MLP gives a displacement (ablation).
+    """
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        W = cfg.width
+        self.z_proj = nn.Linear(cfg.token_dim, W)
+        self.cond_proj = nn.Linear(W, W)
+        self.token_pos = nn.Parameter(torch.randn(cfg.n_tokens, W) * 0.02)
+        self.blocks = nn.ModuleList(Block(W, cfg.heads, cfg.mlp_ratio, cross=False)
+                                    for _ in range(cfg.dec_self_layers))
+        self.norm = nn.LayerNorm(W)
+        self.query_embed = FourierEmbedding(3, cfg.n_freqs, W)
+        self.query_blocks = nn.ModuleList(Block(W, cfg.heads, cfg.mlp_ratio, cross=True)
+                                          for _ in range(cfg.dec_cross_layers))
+        self.query_norm = nn.LayerNorm(W)
+        if cfg.head == "dq_skinning":
+            self.token_head = nn.Linear(W, 7)  # quaternion offset (4) + translation (3)
+            self.skin_head = nn.Linear(W, cfg.n_tokens)
+        else:
+            self.point_head = nn.Sequential(nn.Linear(W, W), nn.GELU(),
+                                            nn.Linear(W, 3 if cfg.head == "displacement" else 7))
+        last = self.token_head if cfg.head == "dq_skinning" else self.point_head[-1]
+        nn.init.zeros_(last.weight)  # identity deformation at initialisation
+        nn.init.zeros_(last.bias)
+
+    # ------------------------------------------------------------------ pieces
+    def latent_tokens(self, z: torch.Tensor, h_cond: torch.Tensor) -> torch.Tensor:
+        """z (B, D), h_cond (B, K, W) -> decoded token features (B, K, W)."""
+        B = z.shape[0]
+        x = self.z_proj(z.reshape(B, self.cfg.n_tokens, self.cfg.token_dim)) + self.cond_proj(h_cond)
+        x = x + self.token_pos.to(x.dtype)
+        for b in self.blocks:
+            x = b(x)
+        return self.norm(x)
+
+    def query_features(self, query: torch.Tensor, ctx: torch.Tensor) -> torch.Tensor:
+        """query (B, P, 3) attends to ctx (B, K, W) -> (B, P, W)."""
+        x = self.query_embed(query)
+        for b in self.query_blocks:
+            x = b(x, ctx)
+        return self.query_norm(x)
+
+    def skin_weights(self, query: torch.Tensor, h_cond: torch.Tensor) -> torch.Tensor:
+        """Skinning weights (B, P, K), rows sum to 1. Depend on the shape only, not on z."""
+        logits = _up(self.skin_head(self.query_features(query, h_cond)))
+        return torch.softmax(logits / self.cfg.skin_temperature, dim=-1)
+
+    @staticmethod
+    def pivots(query: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """Soft centroid of each token's region: (B, K, 3)."""
+        w = weights / (weights.sum(1, keepdim=True) + 1e-6)
+        return w.transpose(1, 2) @ _up(query).to(w.dtype)
+
+    @staticmethod
+    def _rigid_dq(raw: torch.Tensor, pivot: torch.Tensor) -> torch.Tensor:
+        """raw (..., 7) and pivot (..., 3) -> unit DQ of x -> R (x - pivot) + pivot + t."""
+        raw = _up(raw)
+        identity = raw.new_tensor([1.0, 0.0, 0.0, 0.0])
+        q = identity + raw[..., :4]
+        q = q / torch.sqrt((q * q).sum(-1, keepdim=True) + 1e-12)
+        rot = geo.dq_from_rt(q, torch.zeros_like(pivot))
+        t = pivot - geo.dq_apply(rot, pivot) + raw[..., 4:]
+        return geo.dq_from_rt(q, t)
+
+    def token_transforms(self, tokens: torch.Tensor, pivots: torch.Tensor) -> torch.Tensor:
+        """Per-token rigid transforms as unit dual quaternions (B, K, 8) (``dq_skinning`` head)."""
+        return self._rigid_dq(self.token_head(tokens), pivots)
+
+    def point_transforms(self, feats: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
+        """Per-point output of the point heads: DQ (B,P,8) for per_point_dq, displacement (B,P,3) otherwise."""
+        raw = _up(self.point_head(feats))
+        if self.cfg.head == "displacement":
+            return raw
+        return self._rigid_dq(raw, _up(query))
+
+    # ------------------------------------------------------------------ full decode
+    def forward(self, z: torch.Tensor, query: torch.Tensor, h_cond: torch.Tensor,
+                weights: torch.Tensor | None = None) -> torch.Tensor:
+        """z (B, D), query (B, P, 3), h_cond (B, K, W) -> deformed query points (B, P, 3) float32.
+
+        ``weights`` (B, P, K): precomputed skinning weights (dq_skinning head only).
+        """
+        tokens = self.latent_tokens(z, h_cond)
+        q32 = _up(query)
+        if self.cfg.head == "dq_skinning":
+            if weights is None:
+                weights = self.skin_weights(query, h_cond)
+            with torch.autocast(q32.device.type, enabled=False):
+                dq = self.token_transforms(_up(tokens), self.pivots(q32, weights))
+                point_dq = geo.dq_blend(dq[:, None], weights)
+                return geo.dq_apply(point_dq, q32)
+        feats = self.query_features(query, tokens)
+        with torch.autocast(q32.device.type, enabled=False):
+            out = self.point_transforms(_up(feats), q32)
+            if self.cfg.head == "displacement":
+                return q32 + out
+            return geo.dq_apply(out, q32)
+
+
+class KinematicVAE(nn.Module):
+    """The three networks of NeuROK Sec. 4 trained jointly with Eq. 1."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.prior = PriorEncoder(cfg)
+        self.posterior = PosteriorEncoder(cfg)
+        self.decoder = Decoder(cfg)
+
+    @property
+    def latent_dim(self) -> int:
+        return self.cfg.latent_dim
+
+    def forward(self, points: torch.Tensor, delta: torch.Tensor, sample: bool = True) -> dict:
+        """Training pass. points (B,P,3) on M0, delta (B,P,3) their deformation, normalised coordinates.
+
+        Returns ``pred_delta`` (B,P,3), ``mu_q``/``logvar_q``/``mu_p`` (B,D).
+        """
+        mu_p, h_cond = self.prior(points)
+        mu_q, logvar_q = self.posterior(points, delta)
+        mu_q, logvar_q = _up(mu_q), _up(logvar_q).clamp(-12.0, 6.0)
+        z = mu_q + torch.randn_like(mu_q) * torch.exp(0.5 * logvar_q) if sample else mu_q
+        pred = self.decoder(z, points, h_cond)
+        return {"pred_delta": pred - _up(points), "mu_q": mu_q, "logvar_q": logvar_q, "mu_p": _up(mu_p)}
+
+
+def kl_per_dim(mu_q: torch.Tensor, logvar_q: torch.Tensor, mu_p: torch.Tensor) -> torch.Tensor:
+    """KL(N(mu_q, exp(logvar_q)) || N(mu_p, I)) per latent dimension: (B, D) nats."""
+    return 0.5 * ((mu_q - mu_p) ** 2 + logvar_q.exp() - 1.0 - logvar_q)
+
+
+def vae_loss(out: dict, delta: torch.Tensor, kl_weight: float, free_bits: float) -> dict:
+    """Eq. 1: ||delta - delta_pred||^2 (sum over xyz, mean over points and batch) + lambda * KL.
+
+    KL uses free bits: each latent dimension's batch-mean KL is floored at ``free_bits`` nats, so encoding up
+    to that much information costs nothing (prevents posterior collapse). Returns a dict of scalars.
+    """
+    recon = ((out["pred_delta"] - delta.float()) ** 2).sum(-1).mean()
+    kl = kl_per_dim(out["mu_q"], out["logvar_q"], out["mu_p"])
+    kl_dim = kl.mean(0)
+    kl_fb = torch.clamp(kl_dim, min=free_bits).sum()
+    loss = recon + kl_weight * kl_fb
+    return {
+        "loss": loss,
+        "recon": recon.detach(),
+        "kl": kl_dim.sum().detach(),
+        "post_std": torch.exp(0.5 * out["logvar_q"]).mean().detach(),
+        "active_dims": (kl_dim > 0.01).sum().detach().float(),
+    }
