@@ -1,0 +1,256 @@
+"""Materials and physics test cases (SOPHY): library, assignment, MuJoCo simulations, CLI."""
+
+import json
+
+import numpy as np
+import pytest
+import trimesh
+
+from kinemesh.data.articulated import ArticulatedObject, Joint, Part
+from kinemesh.errors import ConfigError, InputFileError
+from kinemesh.materials.assign import (
+    PartMaterial,
+    infer_materials,
+    load_materials_file,
+    write_assignment,
+)
+from kinemesh.materials.library import BEHAVIORS, get_material, library_entry, material_names
+from kinemesh.materials.physics import CaseConfig, _damping_ratio, _restitution_table, simulate
+
+
+def _ball(name="ball", radius=0.05, subdivisions=1):
+    m = trimesh.creation.icosphere(subdivisions=subdivisions, radius=radius)
+    return ArticulatedObject([Part(name, m.vertices, m.faces, name)], [], category=name, name=name)
+
+
+def _cloth(n=7, size=0.3):
+    g = np.linspace(-size / 2, size / 2, n)
+    xx, yy = np.meshgrid(g, g)
+    v = np.stack([xx.ravel(), yy.ravel(), np.zeros(n * n)], 1)
+    f = []
+    for i in range(n - 1):
+        for j in range(n - 1):
+            a = i * n + j
+            f += [[a, a + 1, a + n + 1], [a, a + n + 1, a + n]]
+    return ArticulatedObject([Part("towel", v, np.array(f), "towel")], [], category="towel", name="towel")
+
+
+def _box_with_lid():
+    body = trimesh.creation.box(extents=(0.3, 0.2, 0.15))
+    body.apply_translation((0, 0, 0.075))
+    lid = trimesh.creation.box(extents=(0.3, 0.2, 0.02))
+    lid.apply_translation((0, 0, 0.16))
+    return ArticulatedObject(
+        [Part("body", body.vertices, body.faces, "body"), Part("lid", lid.vertices, lid.faces, "lid")],
+        [Joint("hinge", "revolute", "body", "lid", (1, 0, 0), (0, 0.1, 0.15), (0.0, 1.5))],
+        category="chest", name="chest")
+
+
+def _assign(obj, material, **overrides):
+    m = get_material(material, **overrides)
+    return {p.name: PartMaterial(p.name, m, "test") for p in obj.parts if len(p.vertices)}
+
+
+# ------------------------------------------------------------------------------------------- library
+def test_library_has_at_least_12_materials_with_sources_and_ranges():
+    names = material_names()
+    assert len(names) >= 12
+    behaviors = set()
+    for name in names:
+        entry = library_entry(name)
+        m = get_material(name)
+        behaviors.add(m.behavior)
+        for key in ("youngs_modulus", "poisson_ratio", "density", "yield_stress", "friction_angle"):
+            lo, hi = entry[key]["range"]
+            assert lo <= entry[key]["value"] <= hi, (name, key)
+            assert entry[key]["source"], (name, key)
+    assert behaviors == set(BEHAVIORS)
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [({"youngs_modulus": -1.0}, "youngs_modulus"), ({"poisson_ratio": 0.5}, "poisson_ratio"),
+     ({"density": 0.0}, "density"), ({"friction_angle": 95.0}, "friction_angle")],
+)
+def test_non_physical_parameters_are_rejected(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        get_material("wood", **overrides)
+
+
+def test_unknown_material_lists_the_known_ones():
+    with pytest.raises(ConfigError, match="unknown material 'unobtainium'.*rubber"):
+        get_material("unobtainium")
+
+
+# ------------------------------------------------------------------------------------------- assignment
+def test_rules_infer_materials_from_names_and_shape():
+    obj = _box_with_lid()
+    obj.parts[1].label = "glass lid"
+    out = infer_materials(obj.parts + _cloth().parts, category="chest")
+    assert out["body"].material.name == "wood" and "rule" in out["body"].reason
+    assert out["lid"].material.name == "glass"
+    assert out["towel"].material.name == "fabric"
+
+
+def test_materials_file_round_trip_and_errors(tmp_path):
+    obj = _box_with_lid()
+    path = tmp_path / "materials.json"
+    path.write_text(json.dumps({"default": "wood", "parts": {"lid": {"material": "metal", "density": 7000}}}))
+    got = load_materials_file(path, ["body", "lid"])
+    assert got["body"].material.name == "wood" and got["lid"].material.density == 7000
+    write_assignment(got, tmp_path / "written.json")
+    again = load_materials_file(tmp_path / "written.json", ["body", "lid"])
+    assert again["lid"].material == got["lid"].material and again["body"].material == got["body"].material
+
+    path.write_text(json.dumps({"parts": {"door": "wood"}}))
+    with pytest.raises(InputFileError, match="part 'door' does not exist.*body, lid"):
+        load_materials_file(path, [p.name for p in obj.parts])
+    path.write_text(json.dumps({"parts": {"lid": "wood"}}))
+    with pytest.raises(InputFileError, match="part 'body' has no material"):
+        load_materials_file(path, ["body", "lid"])
+    path.write_text(json.dumps({"default": "wood", "parts": {"lid": "kryptonite"}}))
+    with pytest.raises(InputFileError, match="part 'lid'.*unknown material 'kryptonite'"):
+        load_materials_file(path, ["body", "lid"])
+    path.write_text(json.dumps({"default": "wood", "parts": {"lid": {"material": "rubber", "poisson_ratio": 0.5}}}))
+    with pytest.raises(InputFileError, match="part 'lid'.*poisson_ratio"):
+        load_materials_file(path, ["body", "lid"])
+
+
+# ------------------------------------------------------------------------------------------- physics
+def test_contact_calibration_reproduces_restitution():
+    ratios, measured = _restitution_table(0.005, 5e-4)
+    assert np.all(np.diff(measured) <= 0) and measured[0] < 1.0
+    # the calibrated damping ratio for e = 0.5 sits between the measured neighbours
+    z = _damping_ratio(0.5, 0.005, 5e-4)
+    assert np.interp(z, ratios, measured) == pytest.approx(0.5, abs=0.02)
+
+
+def test_material_matters_for_a_drop():
+    """Rubber bounces higher than wood, wood higher than foam (their coefficients of restitution); under
+    Hertz contact the peak deformation scales as (density / E*)^(2/5): rubber > foam > wood (rigid)."""
+    obj = _ball(subdivisions=2)
+    cfg = CaseConfig(case="drop", duration=0.8, height=0.3)
+    res = {m: simulate(obj, _assign(obj, m), cfg).report for m in ("rubber", "wood", "foam")}
+    bounce = {m: r["bounce_height_m"] for m, r in res.items()}
+    deform = {m: r["peak_deformation"] for m, r in res.items()}
+    assert bounce["rubber"] > bounce["wood"] > bounce["foam"] > 0.0
+    # a rigid wood ball bounces to e^2 h = 0.25 * 0.3 m
+    assert bounce["wood"] == pytest.approx(0.075, rel=0.25)
+    hertz = {m: (get_material(m).density * (1 - get_material(m).poisson_ratio ** 2)
+                 / get_material(m).youngs_modulus) ** 0.4 for m in ("rubber", "foam")}
+    assert hertz["rubber"] > hertz["foam"]
+    assert deform["rubber"] > deform["foam"] > 10 * deform["wood"]
+    assert deform["wood"] < 1e-5  # rigid: only float32 rounding
+
+
+def test_elastoplastic_clay_keeps_a_dent_and_rubber_does_not():
+    obj = _ball()
+    cfg = CaseConfig(case="drop", duration=0.8, height=0.5)
+    clay = simulate(obj, _assign(obj, "clay"), cfg).report["final_deformation"]
+    rubber = simulate(obj, _assign(obj, "rubber"), cfg).report["final_deformation"]
+    assert clay > 5 * rubber and clay > 1e-3
+
+
+def test_tilt_slides_only_below_the_friction_angle():
+    """On a 30 degree plane a block slides when tan(phi) < tan(30 deg) and sticks otherwise."""
+    box = trimesh.creation.box(extents=(0.1, 0.1, 0.05))
+    obj = ArticulatedObject([Part("block", box.vertices, box.faces, "block")], [], name="block")
+    cfg = CaseConfig(case="tilt", tilt_deg=30.0, duration=0.6)
+    slippery = simulate(obj, _assign(obj, "wood", friction_angle=15.0), cfg).report["slide_distance_m"]
+    grippy = simulate(obj, _assign(obj, "wood", friction_angle=45.0), cfg).report["slide_distance_m"]
+    # frictional sliding: a = g (sin 30 - cos 30 tan 15) = 2.63 m/s^2 -> 0.47 m in 0.6 s
+    assert slippery == pytest.approx(0.5 * 9.81 * (0.5 - np.cos(np.pi / 6) * np.tan(np.radians(15))) * 0.6**2, rel=0.2)
+    assert abs(grippy) < 0.01
+
+
+@pytest.mark.parametrize("case", ["drop", "throw", "tilt", "drag", "wind"])
+def test_every_case_runs_on_articulated_soft_and_cloth(case):
+    for obj, material in ((_box_with_lid(), "wood"), (_ball(subdivisions=1), "rubber"), (_cloth(), "fabric")):
+        cfg = CaseConfig(case=case, duration=0.3, fps=20)
+        result = simulate(obj, _assign(obj, material), cfg)
+        seq = result.sequence
+        assert seq.n_frames == 7 and np.isfinite(seq.frames).all()
+        moved = np.abs(seq.frames[-1] - seq.frames[0]).max()
+        assert moved > 1e-3, (case, material)
+        assert seq.kind == {"wood": "articulated", "rubber": "elastic", "fabric": "cloth"}[material]
+
+
+def test_wind_pushes_downwind_and_drag_pulls_towards_target():
+    obj = _ball(subdivisions=1)
+    wind = simulate(obj, _assign(obj, "rubber"), CaseConfig(case="wind", duration=0.4, wind_velocity=(15, 0, 0)))
+    com = wind.sequence.frames.mean(1)
+    assert com[-1, 0] - com[0, 0] > 0.005
+    drag = simulate(obj, _assign(obj, "wood"), CaseConfig(case="drag", duration=0.6, drag_direction=(0, 1, 0)))
+    com = drag.sequence.frames.mean(1)
+    assert com[-1, 1] - com[0, 1] > 0.1 and abs(com[-1, 0] - com[0, 0]) < 0.05
+
+
+def test_divergence_is_retried_with_smaller_steps_then_reported_and_nothing_written(tmp_path, capsys,
+                                                                                   monkeypatch):
+    import kinemesh.materials.physics as physics
+    from kinemesh.cli import main
+    from kinemesh.errors import SimulationDivergedError
+
+    steps = []
+
+    def always_diverges(obj, assignment, cfg, progress):
+        steps.append(cfg.timestep)
+        raise SimulationDivergedError("diverged at t = 0.100 s")
+
+    monkeypatch.setattr(physics, "_simulate_once", always_diverges)
+    trimesh.creation.icosphere(subdivisions=1, radius=0.05).export(tmp_path / "ball.obj")
+    code = main(["physics", str(tmp_path / "ball.obj"), "--out", str(tmp_path / "o"), "--no-video"])
+    err = capsys.readouterr().err
+    assert code == 1 and "diverged" in err and "nothing was written" in err
+    assert steps == [5e-4, 2.5e-4, 1.25e-4]
+    assert not (tmp_path / "o").exists()
+
+
+def test_deformable_part_in_an_articulated_object_is_a_clear_error():
+    obj = _box_with_lid()
+    assignment = _assign(obj, "wood")
+    assignment["lid"] = PartMaterial("lid", get_material("rubber"), "test")
+    with pytest.raises(ConfigError, match="part 'lid' is deformable"):
+        simulate(obj, assignment, CaseConfig(case="drop", duration=0.1))
+
+
+# ------------------------------------------------------------------------------------------- CLI
+def test_cli_physics_end_to_end(tmp_path, capsys):
+    from kinemesh.cli import main
+
+    mesh = trimesh.creation.icosphere(subdivisions=1, radius=0.05)
+    path = tmp_path / "toy_ball.obj"
+    mesh.export(path)
+    out = tmp_path / "out"
+    code = main(["physics", str(path), "--case", "drop", "--out", str(out), "--duration", "0.4",
+                 "--no-video"])
+    assert code == 0
+    assignment = json.loads((out / "materials.json").read_text())
+    assert assignment["parts"]["toy_ball"]["material"] == "rubber"  # rule: toy|ball -> rubber
+    report = json.loads((out / "report.json").read_text())
+    assert report["bounce_height_m"] > 0.01
+    from kinemesh.data.sequence import KinematicSequence
+
+    seq = KinematicSequence.load(out / "sequence.npz")
+    assert seq.n_frames == 13 and seq.meta["materials"]["toy_ball"]["name"] == "rubber"
+    assert "<flexcomp" in (out / "scene.xml").read_text()
+    # re-run with the written assignment, edited
+    assignment["parts"]["toy_ball"] = "wood"
+    (tmp_path / "edited.json").write_text(json.dumps(assignment))
+    assert main(["physics", str(path), "--materials", str(tmp_path / "edited.json"), "--out",
+                 str(tmp_path / "out2"), "--duration", "0.4", "--no-video"]) == 0
+    assert json.loads((tmp_path / "out2" / "materials.json").read_text())["parts"]["toy_ball"]["material"] == "wood"
+
+
+def test_cli_bad_material_names_the_part_and_writes_nothing(tmp_path, capsys):
+    from kinemesh.cli import main
+
+    mesh = trimesh.creation.icosphere(subdivisions=1, radius=0.05)
+    path = tmp_path / "ball.obj"
+    mesh.export(path)
+    bad = tmp_path / "m.json"
+    bad.write_text(json.dumps({"parts": {"ball": "vibranium"}}))
+    code = main(["physics", str(path), "--materials", str(bad), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 1 and "part 'ball'" in err and "vibranium" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
