@@ -1,0 +1,134 @@
+"""A small analytic InstanceDecoder with known structure, for tests, benchmarks and examples.
+
+A box body with a hinged lid and a sliding drawer. Only a planted 2-dimensional subspace of the latent
+moves anything: with s = A^T (z - mu_cond) (A (D, 2) orthonormal), the lid turns by ``max_angle *
+tanh(s_0)`` about its back edge and the drawer slides ``max_slide * tanh(s_1)`` along +x. Parts move
+rigidly, so the ground truth of every fit is known exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+def _box(lo, hi):
+    """Vertices (8, 3) and outward triangles (12, 3) of an axis-aligned box."""
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+    v = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+    f = np.array([
+        [0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
+        [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3],
+    ])
+    return v, f
+
+
+def _subdivide(v, f, times):
+    """Midpoint subdivision (each triangle -> 4), to get meshes of a chosen size."""
+    for _ in range(times):
+        edges = {}
+        nv = [*v]
+        newf = []
+        for a, b, c in f:
+            m = []
+            for i, j in ((a, b), (b, c), (c, a)):
+                key = (min(i, j), max(i, j))
+                if key not in edges:
+                    edges[key] = len(nv)
+                    nv.append((v[i] + v[j]) / 2)
+                m.append(edges[key])
+            ab, bc, ca = m
+            newf += [[a, ab, ca], [ab, b, bc], [ca, bc, c], [ab, bc, ca]]
+        v, f = np.array(nv), np.array(newf)
+    return v, f
+
+
+def toy_cabinet(subdivisions: int = 0):
+    """(vertices (n, 3), faces (m, 3), part_ids (n,)) of the rest mesh: 0 body, 1 lid, 2 drawer (metres)."""
+    parts = [
+        _box([-0.4, -0.25, 0.0], [0.4, 0.25, 0.6]),
+        _box([-0.4, -0.25, 0.6], [0.4, 0.25, 0.64]),
+        _box([0.4, -0.2, 0.1], [0.7, 0.2, 0.3]),
+    ]
+    vs, fs, ids, off = [], [], [], 0
+    for i, (v, f) in enumerate(parts):
+        v, f = _subdivide(v, f, subdivisions)
+        vs.append(v)
+        fs.append(f + off)
+        ids.append(np.full(len(v), i))
+        off += len(v)
+    return np.concatenate(vs), np.concatenate(fs), np.concatenate(ids)
+
+
+class ToyCabinetDecoder:
+    """InstanceDecoder with a planted 2-D active subspace (see module docstring).
+
+    Parameters
+    ----------
+    latent_dim : D >= 2.
+    n_points : sampled surface points P.
+    subdivisions : mesh refinement (vertex count grows ~4x per level).
+    seed : seeds the planted subspace A, mu_cond and the point samples.
+    """
+
+    def __init__(self, latent_dim: int = 8, n_points: int = 512, subdivisions: int = 1, seed: int = 0,
+                 max_angle: float = 1.2, max_slide: float = 0.25):
+        rng = np.random.default_rng(seed)
+        v, f, ids = toy_cabinet(subdivisions)
+        self.faces = f
+        self.part_ids = ids
+        self.latent_dim = latent_dim
+        A, _ = np.linalg.qr(rng.normal(size=(latent_dim, 2)))
+        self.A = torch.as_tensor(A, dtype=torch.float32)
+        self.mu_cond = torch.as_tensor(rng.normal(scale=0.3, size=latent_dim), dtype=torch.float32)
+        self.max_angle, self.max_slide = max_angle, max_slide
+        # area-weighted surface samples
+        tri = v[f]
+        area = 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
+        fid = rng.choice(len(f), n_points, p=area / area.sum())
+        r1, r2 = np.sqrt(rng.random(n_points)), rng.random(n_points)
+        bary = np.stack([1 - r1, r1 * (1 - r2), r1 * r2], 1)
+        pts = np.einsum("pk,pkj->pj", bary, tri[fid])
+        self.point_part = torch.as_tensor(ids[f[fid, 0]])
+        self.vertex_part = torch.as_tensor(ids)
+        self.rest_points = torch.as_tensor(pts, dtype=torch.float32)
+        self.rest_vertices = torch.as_tensor(v, dtype=torch.float32)
+
+    def coords(self, z: torch.Tensor) -> torch.Tensor:
+        """The planted coordinates s = A^T (z - mu): (..., D) -> (..., 2)."""
+        return (z - self.mu_cond) @ self.A
+
+    def joint_values(self, z: torch.Tensor) -> torch.Tensor:
+        """(lid angle rad, drawer slide m): (..., D) -> (..., 2)."""
+        s = torch.tanh(self.coords(z))
+        return torch.stack([self.max_angle * s[..., 0], self.max_slide * s[..., 1]], -1)
+
+    def _deform(self, x: torch.Tensor, part: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        jv = self.joint_values(z)
+        ang, slide = jv[..., 0, None], jv[..., 1, None]  # (..., 1)
+        # lid: rotation about the y axis through its back edge (x=-0.4, z=0.6); opens upward for ang > 0
+        px, pz = x[:, 0] + 0.4, x[:, 2] - 0.6
+        c, s = torch.cos(ang), torch.sin(ang)
+        lx = c * px - s * pz - 0.4
+        lz = s * px + c * pz + 0.6
+        lid = torch.stack([lx, x[:, 1].expand_as(lx), lz], -1)
+        zero = torch.zeros_like(slide)
+        drawer = x + torch.cat([slide, zero, zero], -1)[..., None, :]
+        base = x.expand(*ang.shape[:-1], *x.shape)
+        out = torch.where((part == 1)[:, None], lid, base)
+        out = torch.where((part == 2)[:, None], drawer, out)
+        return out
+
+    def points(self, z: torch.Tensor) -> torch.Tensor:
+        """z (..., D) -> (..., P, 3) metres."""
+        return self._deform(self.rest_points.to(z), self.point_part, z)
+
+    def vertices(self, z: torch.Tensor) -> torch.Tensor:
+        """z (..., D) -> (..., N, 3) metres."""
+        return self._deform(self.rest_vertices.to(z), self.vertex_part, z)
+
+    def latent_for(self, angle: float, slide: float) -> torch.Tensor:
+        """A latent (D,) whose pose is (lid ``angle`` rad, drawer ``slide`` m)."""
+        s = torch.tensor([np.arctanh(angle / self.max_angle), np.arctanh(slide / self.max_slide)],
+                         dtype=torch.float32)
+        return self.mu_cond + self.A @ s

@@ -1,0 +1,296 @@
+"""Active-subspace reduction of a kinematic latent space (NeuROK Sec. 4.3).
+
+The latent z (D,) of an instance decoder is compressed to reduced coordinates q (k,) with
+``z = mu_cond + W q``, where the columns of W (D, k) are the top eigenvectors of an outer-product matrix C
+estimated by Monte Carlo over the instance prior z ~ N(mu_cond, I):
+
+``"gradient"`` (the paper's choice, Sec. 4.3)
+    C = E_z[grad G grad G^T] with the scalar G(z) = ||delta_pred(z)||_2, the 2-norm of the predicted
+    deformation over all sampled points. Each sample contributes a rank-1 term, and directions that change
+    the *shape* of delta without changing its norm (e.g. two parts that trade motion) are under-weighted.
+``"jacobian"`` (vector-valued active subspace, default)
+    C = E_z[J^T J] / P with J = d points / dz (3P, D), estimated without forming J by random probes:
+    E_v[(J^T v)(J^T v)^T] = J^T J for v ~ N(0, I). A direction gets a large eigenvalue exactly when it moves
+    the points, which is what inverse kinematics and the kinetic energy T = 1/2 m |J qdot|^2 care about.
+
+Both cost one backward pass per probe. Because W is orthonormal and the prior is N(mu_cond, I), q is
+distributed N(0, I_k) under the prior, so "3 standard deviations" means |q_i| <= 3 in both spaces.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from kinemesh.errors import ConfigError, InputFileError
+
+log = logging.getLogger(__name__)
+
+METHODS = ("jacobian", "gradient")
+
+
+@dataclass
+class Subspace:
+    """A reduced coordinate system of one instance: ``z = mu_cond + W q``.
+
+    Attributes
+    ----------
+    W : (D, k) float32 tensor, orthonormal columns (top eigenvectors of C, descending eigenvalue).
+    mu_cond : (D,) float32 tensor, the instance prior mean.
+    eigenvalues : (D,) float64 numpy array, the full spectrum of C, descending.
+    method : "jacobian" or "gradient", how C was estimated.
+    n_samples : int, the number of prior samples used.
+    """
+
+    W: torch.Tensor
+    mu_cond: torch.Tensor
+    eigenvalues: np.ndarray
+    method: str = "jacobian"
+    n_samples: int = 0
+
+    @property
+    def k(self) -> int:
+        return int(self.W.shape[1])
+
+    @property
+    def latent_dim(self) -> int:
+        return int(self.W.shape[0])
+
+    @property
+    def explained(self) -> float:
+        """Fraction of the trace of C captured by the kept k directions."""
+        total = float(np.sum(np.clip(self.eigenvalues, 0, None)))
+        return float(np.sum(np.clip(self.eigenvalues[: self.k], 0, None)) / total) if total > 0 else 1.0
+
+    def z(self, q: torch.Tensor) -> torch.Tensor:
+        """Latent of reduced coordinates. q: (..., k) -> (..., D)."""
+        W = self.W.to(q)
+        return self.mu_cond.to(q) + q @ W.T
+
+    def q(self, z: torch.Tensor) -> torch.Tensor:
+        """Orthogonal projection of a latent onto the subspace. z: (..., D) -> (..., k)."""
+        W = self.W.to(z)
+        return (z - self.mu_cond.to(z)) @ W
+
+    # ------------------------------------------------------------------ io
+    def save(self, folder: str | Path) -> Path:
+        """Write ``folder/subspace.safetensors`` (W, mu_cond, eigenvalues) and ``folder/subspace.json``."""
+        from safetensors.torch import save_file
+
+        from kinemesh.atomic import atomic_path, write_text
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        tensors = {
+            "W": self.W.detach().float().contiguous().cpu(),
+            "mu_cond": self.mu_cond.detach().float().contiguous().cpu(),
+            "eigenvalues": torch.as_tensor(np.asarray(self.eigenvalues, dtype=np.float64)).contiguous(),
+        }
+        with atomic_path(folder / "subspace.safetensors") as tmp:
+            save_file(tensors, str(tmp))
+        info = {
+            "format": "kinemesh.subspace/1",
+            "k": self.k,
+            "latent_dim": self.latent_dim,
+            "method": self.method,
+            "n_samples": self.n_samples,
+            "explained": self.explained,
+        }
+        write_text(folder / "subspace.json", json.dumps(info, indent=2) + "\n")
+        return folder
+
+    @classmethod
+    def load(cls, folder: str | Path) -> "Subspace":
+        """Read a subspace written by :meth:`save`. Raises InputFileError when missing or inconsistent."""
+        from safetensors import SafetensorError
+        from safetensors.torch import load_file
+
+        folder = Path(folder)
+        st, js = folder / "subspace.safetensors", folder / "subspace.json"
+        for p in (st, js):
+            if not p.is_file():
+                raise InputFileError(p, "missing (expected a subspace folder written by Subspace.save)")
+        try:
+            info = json.loads(js.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise InputFileError(js, f"not valid JSON ({exc.msg})") from None
+        try:
+            t = load_file(str(st))
+        except (SafetensorError, OSError) as exc:
+            raise InputFileError(st, f"not a readable safetensors file ({exc})") from None
+        for key in ("W", "mu_cond", "eigenvalues"):
+            if key not in t:
+                raise InputFileError(st, f"missing tensor '{key}'")
+        W, mu = t["W"].float(), t["mu_cond"].float()
+        if W.ndim != 2 or mu.shape != (W.shape[0],) or not torch.isfinite(W).all():
+            raise InputFileError(st, f"W {tuple(W.shape)} and mu_cond {tuple(mu.shape)} are inconsistent")
+        return cls(W, mu, t["eigenvalues"].double().numpy(), str(info.get("method", "jacobian")),
+                   int(info.get("n_samples", 0)))
+
+    def plot_spectrum(self, path: str | Path) -> Path:
+        """Write a PNG of the eigen-spectrum with the kept k marked (kinemesh.viz.plots.plot_spectrum)."""
+        from kinemesh.viz.plots import plot_spectrum
+
+        plot_spectrum(path, self.eigenvalues, self.k)
+        return Path(path)
+
+
+def _deformation_norm(points: torch.Tensor, rest: torch.Tensor) -> torch.Tensor:
+    """G(z) = ||delta_pred||_2 over all sampled points; (..., P, 3) -> (...,). Smoothed at 0 so the gradient
+    exists at the rest pose."""
+    d = (points - rest).flatten(-2)
+    return torch.sqrt((d * d).sum(-1) + 1e-12)
+
+
+def outer_product_matrix(
+    decoder,
+    n_samples: int = 256,
+    method: str = "jacobian",
+    n_probes: int = 4,
+    batch: int = 16,
+    seed: int = 0,
+    prior_scale: float = 1.0,
+    progress: bool = False,
+) -> torch.Tensor:
+    """Monte Carlo estimate of C (D, D) float64 for ``decoder`` (an InstanceDecoder).
+
+    Parameters
+    ----------
+    n_samples : number of prior samples z ~ N(mu_cond, prior_scale^2 I).
+    method : "jacobian" (C = E[J^T J] / P, ``n_probes`` random probes per sample) or "gradient"
+        (C = E[grad G grad G^T], G = ||delta_pred||_2, the paper's Sec. 4.3).
+    batch : latents decoded per forward pass. The decoder must treat batch entries independently.
+    """
+    if method not in METHODS:
+        raise ConfigError(f"active subspace method {method!r}: expected one of {METHODS}")
+    if n_samples < 1 or batch < 1 or n_probes < 1:
+        raise ConfigError("active subspace: n_samples, batch and n_probes must be >= 1")
+    mu = decoder.mu_cond.detach()
+    D = int(mu.shape[-1])
+    rest = decoder.rest_points.detach()
+    P = int(rest.shape[0])
+    gen = torch.Generator().manual_seed(seed)
+    C = torch.zeros(D, D, dtype=torch.float64)
+    done = 0
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=n_samples, desc="active subspace", unit="z")
+    while done < n_samples:
+        b = min(batch, n_samples - done)
+        eps = torch.randn(b, D, generator=gen, dtype=mu.dtype)
+        z = (mu + prior_scale * eps).requires_grad_(True)
+        pts = decoder.points(z)  # (b, P, 3)
+        if method == "gradient":
+            G = _deformation_norm(pts, rest)
+            (g,) = torch.autograd.grad(G.sum(), z)
+            g = g.double()
+            C += g.T @ g
+        else:
+            for i in range(n_probes):
+                v = torch.randn(pts.shape, generator=gen, dtype=pts.dtype)
+                (g,) = torch.autograd.grad(pts, z, grad_outputs=v, retain_graph=i < n_probes - 1)
+                g = g.double()
+                C += (g.T @ g) / (n_probes * P)
+        done += b
+        if bar is not None:
+            bar.update(b)
+    if bar is not None:
+        bar.close()
+    C = C / n_samples
+    return 0.5 * (C + C.T)
+
+
+def fit(
+    decoder,
+    k_q: int | None = None,
+    explained: float = 0.99,
+    n_samples: int = 256,
+    method: str = "jacobian",
+    n_probes: int = 4,
+    batch: int = 16,
+    seed: int = 0,
+    max_k: int | None = None,
+    progress: bool = False,
+) -> Subspace:
+    """Active subspace of one instance: the top eigenvectors of C (see module docstring).
+
+    Parameters
+    ----------
+    decoder : InstanceDecoder.
+    k_q : fixed number of reduced coordinates; None chooses the smallest k whose eigenvalues hold
+        ``explained`` of the trace of C (capped at ``max_k``).
+    explained : fraction in (0, 1] used when ``k_q`` is None.
+    n_samples, method, n_probes, batch, seed : see :func:`outer_product_matrix`.
+
+    Raises
+    ------
+    ConfigError
+        for k_q outside [1, D] or explained outside (0, 1].
+    """
+    D = int(decoder.mu_cond.shape[-1])
+    if k_q is not None and not 1 <= int(k_q) <= D:
+        raise ConfigError(f"k_q={k_q}: must be between 1 and the latent dimension {D}")
+    if k_q is None and not 0.0 < explained <= 1.0:
+        raise ConfigError(f"explained={explained}: must be in (0, 1]")
+    C = outer_product_matrix(decoder, n_samples, method, n_probes, batch, seed, progress=progress)
+    evals, evecs = torch.linalg.eigh(C)  # ascending
+    evals, evecs = evals.flip(0), evecs.flip(1)
+    ev = evals.clamp_min(0).numpy()
+    if k_q is None:
+        total = ev.sum()
+        if total <= 0 or not math.isfinite(total):
+            k = 1
+        else:
+            k = int(np.searchsorted(np.cumsum(ev) / total, explained - 1e-12) + 1)
+        k = min(k, D if max_k is None else max_k)
+    else:
+        k = int(k_q)
+    W = evecs[:, :k].float().contiguous()
+    # deterministic sign: largest-magnitude entry of every column positive
+    idx = W.abs().argmax(0)
+    W = W * torch.where(W[idx, torch.arange(k)] < 0, -1.0, 1.0)
+    sub = Subspace(W, decoder.mu_cond.detach().float().clone(), evals.numpy(), method, n_samples)
+    log.debug("active subspace (%s): k=%d of D=%d, explained %.4f", method, k, D, sub.explained)
+    return sub
+
+
+class ReducedDecoder:
+    """An InstanceDecoder in reduced coordinates: q (..., k) -> points/vertices of ``decoder`` at z(q).
+
+    ``mu_cond`` is zeros(k) and the prior in q is N(0, I_k), so dynamics and IK use it like any decoder.
+    """
+
+    def __init__(self, decoder, subspace: Subspace):
+        D = int(decoder.mu_cond.shape[-1])
+        if subspace.latent_dim != D:
+            raise ConfigError(f"subspace has latent dimension {subspace.latent_dim}, decoder has {D}")
+        self.decoder = decoder
+        self.subspace = subspace
+        self.latent_dim = subspace.k
+        self.mu_cond = torch.zeros(subspace.k, dtype=decoder.mu_cond.dtype)
+        self.rest_points = decoder.rest_points
+        self.rest_vertices = decoder.rest_vertices
+
+    def z(self, q: torch.Tensor) -> torch.Tensor:
+        return self.subspace.z(q)
+
+    def points(self, q: torch.Tensor) -> torch.Tensor:
+        """q (..., k) -> (..., P, 3) metres."""
+        return self.decoder.points(self.subspace.z(q))
+
+    def vertices(self, q: torch.Tensor) -> torch.Tensor:
+        """q (..., k) -> (..., N, 3) metres."""
+        return self.decoder.vertices(self.subspace.z(q))
+
+    def __getattr__(self, name):  # faces, part ids, ... of the wrapped decoder
+        if name in ("decoder", "subspace"):
+            raise AttributeError(name)
+        return getattr(self.decoder, name)
