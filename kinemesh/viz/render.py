@@ -1,0 +1,698 @@
+"""Offscreen rendering of meshes and 4D sequences to PNG / GIF / MP4, and contact sheets.
+
+Everything is drawn by :mod:`kinemesh.viz.raster` (a NumPy z-buffer rasterizer), so it works headless on
+CPU from a plain pip install and is deterministic. The picture: shaded surfaces (crease-aware smooth
+shading, key + fill light, small specular), per-part colours, dark silhouette and part outlines, a
+checkered floor under the lowest point of the whole motion with a soft shadow, and joint axes drawn as
+arrows (semi-transparent where hidden by the object). The camera frames the bounding sphere of *all*
+frames, so it stays fixed while the object moves. Coordinates are metres, +Z up.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from kinemesh.atomic import atomic_path
+from kinemesh.errors import ConfigError
+from kinemesh.viz.raster import rasterize
+
+__all__ = [
+    "Camera",
+    "RenderStyle",
+    "SceneRenderer",
+    "render_image",
+    "render_frames",
+    "contact_sheet",
+    "write_images",
+    "PALETTE",
+]
+
+# Part colours (sRGB 0..1): muted, distinguishable, readable on a light background.
+PALETTE = np.array(
+    [
+        [0.42, 0.62, 0.85],  # blue
+        [0.93, 0.58, 0.31],  # orange
+        [0.46, 0.75, 0.46],  # green
+        [0.86, 0.42, 0.45],  # red
+        [0.67, 0.55, 0.82],  # purple
+        [0.80, 0.65, 0.45],  # tan
+        [0.92, 0.60, 0.78],  # pink
+        [0.55, 0.78, 0.78],  # teal
+        [0.85, 0.80, 0.40],  # olive
+        [0.62, 0.62, 0.62],  # grey
+    ]
+)
+_ARROW_COLORS = np.array([[0.85, 0.10, 0.10], [0.10, 0.35, 0.90], [0.05, 0.65, 0.20], [0.80, 0.45, 0.0]])
+
+# Camera presets for ``views``: (azimuth deg about +Z from +X, elevation deg).
+_VIEW_PRESETS = [(-60.0, 22.0), (20.0, 12.0), (-60.0, 65.0), (120.0, 22.0)]
+
+
+@dataclass
+class RenderStyle:
+    """Look of a render. Defaults are tuned for a light background and a 640x480 image."""
+
+    background_top: tuple = (0.93, 0.94, 0.96)  # sky gradient top colour (sRGB 0..1)
+    background_bottom: tuple = (0.80, 0.82, 0.86)  # sky gradient bottom colour
+    floor: bool = True  # draw a checkered floor under the lowest point of the motion
+    shadow: bool = True  # soft shadow of the object on the floor (light from above)
+    outline: bool = True  # dark silhouette and part-boundary outlines
+    supersample: int = 2  # anti-aliasing factor (renders at supersample x size, then averages)
+    fov_deg: float = 35.0  # vertical field of view in degrees
+    margin: float = 1.15  # framing margin around the bounding sphere (> 1 leaves space)
+    crease_deg: float = 35.0  # faces meeting at more than this angle are shaded with a hard edge
+    base_color: tuple = (0.42, 0.62, 0.85)  # colour when there are no part ids
+    arrow_scale: float = 0.55  # joint-axis arrow length as a fraction of the object's bounding diameter
+
+
+@dataclass
+class Camera:
+    """A pinhole camera looking at ``target`` from ``eye`` (metres, world frame, +Z up)."""
+
+    eye: np.ndarray
+    target: np.ndarray
+    width: int = 640
+    height: int = 480
+    fov_deg: float = 35.0  # vertical field of view
+    up: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
+
+    def basis(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Right, up and forward unit vectors (rows of the world-to-camera rotation)."""
+        f = np.asarray(self.target, float) - np.asarray(self.eye, float)
+        f /= np.linalg.norm(f)
+        r = np.cross(f, self.up)
+        if np.linalg.norm(r) < 1e-8:  # looking straight down/up: pick any right vector
+            r = np.cross(f, [0.0, 1.0, 0.0])
+        r /= np.linalg.norm(r)
+        u = np.cross(r, f)
+        return r, u, f
+
+    @property
+    def focal(self) -> float:
+        """Focal length in pixels."""
+        return 0.5 * self.height / np.tan(np.radians(self.fov_deg) / 2)
+
+    def project(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """World points (..., 3) -> pixel coordinates (..., 2) (x right, y down) and view depth (...,)."""
+        r, u, f = self.basis()
+        d = np.asarray(points, np.float64) - np.asarray(self.eye, np.float64)
+        xc, yc, zc = d @ r, d @ u, d @ f
+        safe = np.where(np.abs(zc) < 1e-12, 1e-12, zc)
+        px = 0.5 * self.width + self.focal * xc / safe
+        py = 0.5 * self.height - self.focal * yc / safe
+        return np.stack([px, py], axis=-1), zc
+
+    @classmethod
+    def framing(
+        cls,
+        points: np.ndarray,
+        azimuth_deg: float = -60.0,
+        elevation_deg: float = 22.0,
+        width: int = 640,
+        height: int = 480,
+        fov_deg: float = 35.0,
+        margin: float = 1.08,
+    ) -> "Camera":
+        """Camera that keeps the bounding sphere of ``points`` (..., 3) fully in view from the given angle."""
+        pts = np.asarray(points, np.float64).reshape(-1, 3)
+        pts = pts[np.isfinite(pts).all(axis=1)]
+        if pts.size == 0:
+            pts = np.zeros((1, 3))
+        lo, hi = pts.min(axis=0), pts.max(axis=0)
+        center = 0.5 * (lo + hi)
+        radius = max(float(np.sqrt(((pts - center) ** 2).sum(axis=1).max())), 1e-6)
+        half_v = np.radians(fov_deg) / 2
+        half_h = np.arctan(np.tan(half_v) * width / height)
+        dist = margin * radius / np.sin(min(half_v, half_h))
+        az, el = np.radians(azimuth_deg), np.radians(elevation_deg)
+        direction = np.array([np.cos(el) * np.cos(az), np.cos(el) * np.sin(az), np.sin(el)])
+        return cls(eye=center + dist * direction, target=center, width=width, height=height, fov_deg=fov_deg)
+
+
+def _as_axes(axes, n_frames: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Normalise ``axes`` to a list of (origins (T,3), unit directions (T,3))."""
+    out = []
+    for i, item in enumerate(axes or []):
+        try:
+            origin, direction = item
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"axes[{i}] must be an (origin, direction) pair") from exc
+        o = np.broadcast_to(np.asarray(origin, np.float64), (n_frames, 3)).copy()
+        d = np.broadcast_to(np.asarray(direction, np.float64), (n_frames, 3)).copy()
+        norm = np.linalg.norm(d, axis=1, keepdims=True)
+        if not np.all(np.isfinite(o)) or not np.all(norm > 1e-12):
+            raise ConfigError(f"axes[{i}] has a non-finite origin or a zero direction")
+        out.append((o, d / norm))
+    return out
+
+
+def arrow_mesh(origin, direction, length: float, radius: float, segments: int = 12):
+    """Triangle mesh of an arrow through ``origin`` along unit ``direction`` (shaft + cone).
+
+    The shaft starts 0.35 * length behind the origin so the axis line is visible on both sides of a hinge.
+    Returns (vertices (n, 3), faces (m, 3)).
+    """
+    d = np.asarray(direction, np.float64)
+    d = d / np.linalg.norm(d)
+    a = np.array([1.0, 0.0, 0.0]) if abs(d[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    e1 = np.cross(d, a)
+    e1 /= np.linalg.norm(e1)
+    e2 = np.cross(d, e1)
+    ang = np.linspace(0, 2 * np.pi, segments, endpoint=False)
+    ring = np.cos(ang)[:, None] * e1 + np.sin(ang)[:, None] * e2
+    o = np.asarray(origin, np.float64)
+    start, neck, tip = o - 0.35 * length * d, o + 0.65 * length * d, o + 1.0 * length * d
+    v = np.concatenate(
+        [
+            start + radius * ring,  # 0..s-1
+            neck + radius * ring,  # s..2s-1
+            neck + 2.6 * radius * ring,  # 2s..3s-1
+            [tip, start, neck],  # 3s, 3s+1, 3s+2
+        ]
+    )
+    s = segments
+    i = np.arange(s)
+    j = (i + 1) % s
+    faces = np.concatenate(
+        [
+            np.stack([i, j, s + j], 1),
+            np.stack([i, s + j, s + i], 1),  # shaft
+            np.stack([2 * s + i, 2 * s + j, np.full(s, 3 * s)], 1),  # cone
+            np.stack([np.full(s, 3 * s + 1), j, i], 1),  # shaft cap
+            np.stack([np.full(s, 3 * s + 2), 2 * s + i, 2 * s + j], 1),  # cone base
+        ]
+    )
+    return v, faces
+
+
+def _vertex_normals(v: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unit face normals (m,3) and area-weighted unit vertex normals (n,3)."""
+    tri = v[faces]
+    fn = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    vn = np.zeros_like(v)
+    for k in range(3):
+        for c in range(3):
+            vn[:, c] += np.bincount(faces[:, k], weights=fn[:, c], minlength=len(v))
+    fn /= np.maximum(np.linalg.norm(fn, axis=1, keepdims=True), 1e-20)
+    vn /= np.maximum(np.linalg.norm(vn, axis=1, keepdims=True), 1e-20)
+    return fn, vn
+
+
+def _downsample(img: np.ndarray, s: int) -> np.ndarray:
+    if s == 1:
+        return img
+    h, w = img.shape[0] // s, img.shape[1] // s
+    return img[: h * s, : w * s].reshape(h, s, w, s, -1).mean(axis=(1, 3))
+
+
+def _blur(mask: np.ndarray, sigma: float) -> np.ndarray:
+    from scipy.ndimage import gaussian_filter
+
+    return gaussian_filter(mask, sigma) if sigma > 0 else mask
+
+
+class SceneRenderer:
+    """Renders frames of one moving mesh with a camera, floor and shadow fixed over the whole motion.
+
+    Parameters
+    ----------
+    all_points : (T, N, 3) or (N, 3) float, every vertex position the motion visits (fixes framing and floor).
+    faces : (M, 3) int triangle indices.
+    part_ids : (N,) int part label per vertex, or None (one colour).
+    size : (width, height) of each view in pixels.
+    views : number of camera views tiled side by side (1-4 use presets; more spread evenly around).
+    style : RenderStyle.
+    vertex_colors : optional (N, 3) float 0..1 colours overriding the part colours.
+    """
+
+    def __init__(
+        self,
+        all_points: np.ndarray,
+        faces: np.ndarray,
+        part_ids: np.ndarray | None = None,
+        size: tuple[int, int] = (640, 480),
+        views: int = 1,
+        style: RenderStyle | None = None,
+        vertex_colors: np.ndarray | None = None,
+        extra_points: np.ndarray | None = None,
+    ):
+        self.style = style or RenderStyle()
+        pts = np.asarray(all_points, np.float64).reshape(-1, 3)
+        if len(pts) > 200_000:  # framing only needs the extent
+            pts = pts[np.linspace(0, len(pts) - 1, 200_000).astype(np.int64)]
+        self.faces = np.asarray(faces, np.int64).reshape(-1, 3)
+        if views < 1:
+            raise ConfigError(f"views must be >= 1, got {views}")
+        width, height = int(size[0]), int(size[1])
+        if width < 16 or height < 16:
+            raise ConfigError(f"image size must be at least 16x16 pixels, got {width}x{height}")
+        self.width, self.height, self.views = width, height, int(views)
+        frame_pts = pts if extra_points is None else np.concatenate([pts, np.asarray(extra_points).reshape(-1, 3)])
+        s = max(int(self.style.supersample), 1)
+        self.cameras = []
+        for k in range(self.views):
+            az, el = _VIEW_PRESETS[k] if self.views <= len(_VIEW_PRESETS) else (-60.0 + 360.0 * k / self.views, 22.0)
+            self.cameras.append(
+                Camera.framing(
+                    frame_pts, az, el, width * s, height * s, self.style.fov_deg, self.style.margin
+                )
+            )
+        lo, hi = pts.min(axis=0), pts.max(axis=0)
+        self.center = 0.5 * (lo + hi)
+        self.diameter = float(np.linalg.norm(hi - lo)) or 1.0
+        self.floor_z = float(lo[2]) - 0.002 * self.diameter
+        self.floor_half = 1.6 * self.diameter
+        # Light for the shadow travels mostly downward, tilted towards the first camera's lower right so
+        # the shadow peeks out in front of the object instead of hiding behind it.
+        r0, _, f0 = self.cameras[0].basis()
+        sd = np.array([0.0, 0.0, -1.0]) + 0.35 * r0 - 0.25 * f0
+        sd[2] = -1.0
+        self.shadow_dir = sd / np.linalg.norm(sd)
+        self._floor_cache: dict[int, tuple] = {}
+        self.face_colors = self._face_colors(part_ids, vertex_colors, len(pts))
+        self.face_part = None
+        if part_ids is not None:
+            pid = np.asarray(part_ids).reshape(-1)
+            self.face_part = pid[self.faces[:, 0]]
+
+    # ------------------------------------------------------------------ colours
+    def _face_colors(self, part_ids, vertex_colors, n_points) -> np.ndarray:
+        if vertex_colors is not None:
+            vc = np.asarray(vertex_colors, np.float64).reshape(-1, 3)
+            return vc[self.faces].mean(axis=1)
+        if part_ids is None:
+            return np.broadcast_to(np.asarray(self.style.base_color, np.float64), (len(self.faces), 3))
+        pid = np.asarray(part_ids).reshape(-1)
+        _, dense = np.unique(pid, return_inverse=True)
+        return PALETTE[dense[self.faces[:, 0]] % len(PALETTE)]
+
+    # ------------------------------------------------------------------ shading
+    def _shade_mesh(self, cam: Camera, v, faces, face_colors, face_part=None):
+        """Rasterize and shade one mesh: returns (rgb (H*W,3), depth (H*W,), face_id (H*W,))."""
+        xy, zc = cam.project(v)
+        frags = rasterize(xy[faces], zc[faces], cam.width, cam.height)
+        fid = frags.face_id
+        hit = np.flatnonzero(fid >= 0)
+        rgb = np.zeros((cam.width * cam.height, 3))
+        if hit.size == 0:
+            return rgb, frags.depth, fid
+        fn, vn = _vertex_normals(v, faces)
+        f = fid[hit]
+        b = frags.bary[hit].astype(np.float64)
+        # Crease-aware corner normals: a corner whose smooth vertex normal bends more than crease_deg away
+        # from its face uses the face normal (hard edges on boxes, smooth shading on curved surfaces).
+        corner = vn[faces]  # (M, 3, 3)
+        smooth_ok = (corner * fn[:, None, :]).sum(axis=2) > np.cos(np.radians(self.style.crease_deg))
+        corner = np.where(smooth_ok[:, :, None], corner, fn[:, None, :])
+        n = (corner[f] * b[:, :, None]).sum(axis=1)
+        n /= np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-20)
+        r, u, fwd = cam.basis()
+        # Two-sided lighting: flip normals that face away from the camera.
+        n = np.where(((n @ fwd) > 0)[:, None], -n, n)
+        # Lights defined in camera space so every view is lit the same way.
+        key = -fwd * 0.6 + u * 0.65 - r * 0.45
+        key /= np.linalg.norm(key)
+        fill = -fwd * 0.8 - u * 0.2 + r * 0.55
+        fill /= np.linalg.norm(fill)
+        lam = 0.32 + 0.62 * np.clip(n @ key, 0, None) + 0.22 * np.clip(n @ fill, 0, None)
+        half = key - fwd
+        half /= np.linalg.norm(half)
+        spec = 0.18 * np.clip(n @ half, 0, None) ** 40
+        col = face_colors[f] * lam[:, None] + spec[:, None]
+        rgb[hit] = col
+        return rgb, frags.depth, fid
+
+    def _floor_and_sky(self, cam: Camera, shadow_map):
+        """Background colour (H*W,3) and the floor's depth (H*W,) (inf where the ray misses the floor)."""
+        key = id(cam)
+        if key not in self._floor_cache:
+            self._floor_cache[key] = self._floor_setup(cam)
+        sky, idx, floor_col, fade, depth, fx, fy = self._floor_cache[key]
+        rgb = sky.copy()
+        if idx.size == 0:
+            return rgb, depth
+        col = floor_col
+        if shadow_map is not None:
+            sm, x0, y0, res, n = shadow_map
+            gi = np.clip(((fx - x0) / res).astype(np.int64), 0, n - 1)
+            gj = np.clip(((fy - y0) / res).astype(np.int64), 0, n - 1)
+            col = floor_col * (1.0 - 0.45 * sm[gj, gi])[:, None]
+        rgb[idx] = fade * col + (1 - fade) * rgb[idx]
+        return rgb, depth
+
+    def _floor_setup(self, cam: Camera):
+        """Per-camera constants: sky, floor pixel indices, checker colours, rim fade, floor depth, floor xy."""
+        W, H = cam.width, cam.height
+        r, u, f = cam.basis()
+        t = np.linspace(0, 1, H)[:, None]
+        sky = (1 - t) * np.asarray(self.style.background_top) + t * np.asarray(self.style.background_bottom)
+        sky = np.repeat(sky, W, axis=0)
+        depth = np.full(W * H, np.inf)
+        empty = np.zeros(0, np.int64)
+        if not self.style.floor:
+            return sky, empty, None, None, depth, None, None
+        ys, xs = np.mgrid[0:H, 0:W]
+        a = (xs.reshape(-1) + 0.5 - 0.5 * W) / cam.focal
+        b = -(ys.reshape(-1) + 0.5 - 0.5 * H) / cam.focal
+        dz = f[2] + a * r[2] + b * u[2]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tz = (self.floor_z - cam.eye[2]) / dz
+        valid = np.isfinite(tz) & (tz > 0)
+        px = cam.eye[0] + tz * (f[0] + a * r[0] + b * u[0])
+        py = cam.eye[1] + tz * (f[1] + a * r[1] + b * u[1])
+        dx, dy = px - self.center[0], py - self.center[1]
+        with np.errstate(invalid="ignore"):
+            rad = np.sqrt(dx**2 + dy**2) / self.floor_half
+            valid &= rad < 1.0
+        idx = np.flatnonzero(valid)
+        if idx.size == 0:
+            return sky, empty, None, None, depth, None, None
+        cell = self.diameter / 6.0
+        checker = ((np.floor(dx[idx] / cell) + np.floor(dy[idx] / cell)) % 2).astype(np.float64)
+        floor_col = np.where(checker[:, None] > 0, [0.86, 0.86, 0.84], [0.76, 0.77, 0.76])
+        # Fade the floor into the background towards its rim.
+        fade = np.clip((1.0 - rad[idx]) / 0.35, 0.0, 1.0)[:, None] ** 1.5
+        depth[idx] = np.where(fade[:, 0] > 0.02, tz[idx], np.inf)
+        return sky, idx, floor_col, fade, depth, px[idx], py[idx]
+
+    def _shadow_map(self, v: np.ndarray, faces: np.ndarray, n: int = 256):
+        """Soft shadow coverage on the floor from the downward light: (mask (n,n), x0, y0, cell, n)."""
+        height = v[:, 2] - self.floor_z
+        proj = v - (height / self.shadow_dir[2])[:, None] * self.shadow_dir
+        x0 = self.center[0] - self.floor_half
+        y0 = self.center[1] - self.floor_half
+        res = 2 * self.floor_half / n
+        xy = np.stack([(proj[:, 0] - x0) / res, (proj[:, 1] - y0) / res], axis=1)
+        frags = rasterize(xy[faces], np.ones(faces.shape), n, n)
+        mask = (frags.face_id >= 0).reshape(n, n).astype(np.float64)
+        mask = _blur(mask, sigma=max(1.0, 0.012 * n))
+        return (np.clip(mask, 0, 1), x0, y0, res, n)
+
+    # ------------------------------------------------------------------ frame
+    def render(self, vertices: np.ndarray, axes: list | None = None, view: int | None = None) -> np.ndarray:
+        """Render one frame.
+
+        Parameters
+        ----------
+        vertices : (N, 3) float vertex positions (metres).
+        axes : list of (origin (3,), unit direction (3,)) arrows to draw, or None.
+        view : render only this camera index; default: all views tiled left to right.
+
+        Returns
+        -------
+        (height, width * n_views, 3) uint8 image.
+        """
+        v = np.asarray(vertices, np.float64).reshape(-1, 3)
+        st = self.style
+        cams = self.cameras if view is None else [self.cameras[view]]
+        shadow = self._shadow_map(v, self.faces) if (st.floor and st.shadow and len(self.faces)) else None
+        arrows = None
+        if axes:
+            av, af, ac = [], [], []
+            off = 0
+            length = st.arrow_scale * self.diameter
+            for i, (o, d) in enumerate(axes):
+                va, fa = arrow_mesh(o, d, length, 0.012 * self.diameter)
+                av.append(va)
+                af.append(fa + off)
+                ac.append(np.broadcast_to(_ARROW_COLORS[i % len(_ARROW_COLORS)], (len(fa), 3)))
+                off += len(va)
+            arrows = (np.concatenate(av), np.concatenate(af), np.concatenate(ac))
+        tiles = []
+        for cam in cams:
+            bg, floor_depth = self._floor_and_sky(cam, shadow)
+            rgb, depth, fid = self._shade_mesh(cam, v, self.faces, self.face_colors)
+            on_mesh = (fid >= 0) & (depth < floor_depth)
+            out = np.where(on_mesh[:, None], rgb, bg)
+            if st.outline:
+                out = self._outline(out, cam, depth, fid, on_mesh)
+            if arrows is not None:
+                argb, adepth, afid = self._shade_mesh(cam, *arrows)
+                hit = afid >= 0
+                front = hit & (adepth <= np.minimum(depth, floor_depth) + 1e-9)
+                behind = hit & ~front
+                out[front] = argb[front]
+                out[behind] = 0.45 * argb[behind] + 0.55 * out[behind]
+            img = out.reshape(cam.height, cam.width, 3)
+            tiles.append(_downsample(img, max(int(st.supersample), 1)))
+        img = np.concatenate(tiles, axis=1)
+        return (np.clip(img, 0, 1) * 255 + 0.5).astype(np.uint8)
+
+    def _outline(self, out, cam, depth, fid, on_mesh):
+        """Darken silhouette pixels, depth discontinuities and part boundaries."""
+        H, W = cam.height, cam.width
+        m = on_mesh.reshape(H, W)
+        d = np.where(on_mesh, depth, np.inf).reshape(H, W)
+        part = np.full(H * W, -1, np.int64)
+        if self.face_part is not None:
+            part[on_mesh] = self.face_part[fid[on_mesh]]
+        part = part.reshape(H, W)
+        edge = np.zeros((H, W), bool)
+        jump = 0.02 * self.diameter
+        for sl_a, sl_b in (
+            ((slice(1, None), slice(None)), (slice(None, -1), slice(None))),
+            ((slice(None), slice(1, None)), (slice(None), slice(None, -1))),
+        ):
+            ma, mb = m[sl_a], m[sl_b]
+            da, db = d[sl_a], d[sl_b]
+            with np.errstate(invalid="ignore"):
+                e = (ma != mb) | (ma & mb & (np.abs(da - db) > jump)) | (ma & mb & (part[sl_a] != part[sl_b]))
+            # Mark the nearer pixel of each discontinuity so the line sits on the object.
+            edge[sl_a] |= e & (da <= db)
+            edge[sl_b] |= e & (db < da)
+        s = max(int(self.style.supersample), 1)
+        if s > 1:  # thicken to about one output pixel
+            from scipy.ndimage import binary_dilation
+
+            edge = binary_dilation(edge, iterations=max(1, s // 2))
+        out = out.copy()
+        e = edge.reshape(-1)
+        out[e] = out[e] * 0.35
+        return out
+
+
+def render_image(
+    vertices: np.ndarray,
+    faces: np.ndarray,
+    part_ids: np.ndarray | None = None,
+    axes: list | None = None,
+    views: int = 1,
+    size: tuple[int, int] = (640, 480),
+    style: RenderStyle | None = None,
+) -> np.ndarray:
+    """Render one mesh to an image.
+
+    vertices (N, 3) float metres, faces (M, 3) int, part_ids (N,) int or None, axes list of
+    (origin (3,), direction (3,)). Returns (height, width * views, 3) uint8.
+    """
+    ax = _as_axes(axes, 1)
+    tips = _axis_extent_points(ax, vertices)
+    r = SceneRenderer(vertices, faces, part_ids, size=size, views=views, style=style, extra_points=tips)
+    return r.render(vertices, axes=[(o[0], d[0]) for o, d in ax])
+
+
+def _axis_extent_points(ax, points) -> np.ndarray | None:
+    """End points of the drawn arrows, so the framing keeps them in view."""
+    if not ax:
+        return None
+    p = np.asarray(points, np.float64).reshape(-1, 3)
+    diam = float(np.linalg.norm(p.max(0) - p.min(0))) or 1.0
+    L = RenderStyle().arrow_scale * diam
+    return np.concatenate([np.concatenate([o - 0.35 * L * d, o + L * d]) for o, d in ax])
+
+
+def _check_frames(frames, faces):
+    frames = np.asarray(frames, np.float64)
+    if frames.ndim == 2:
+        frames = frames[None]
+    if frames.ndim != 3 or frames.shape[-1] != 3 or frames.shape[0] == 0:
+        raise ConfigError(f"frames must have shape (T, N, 3) with T >= 1, got {frames.shape}")
+    faces = np.asarray(faces)
+    if faces.ndim != 2 or faces.shape[1] != 3:
+        raise ConfigError(f"faces must have shape (M, 3), got {faces.shape}")
+    if faces.size and (faces.min() < 0 or faces.max() >= frames.shape[1]):
+        raise ConfigError(f"faces index vertices outside 0..{frames.shape[1] - 1}")
+    if not np.isfinite(frames).all():
+        raise ConfigError("frames contain NaN or infinite vertex positions")
+    return frames, faces.astype(np.int64)
+
+
+def write_images(images: Sequence[np.ndarray], out_path: str | os.PathLike, fps: float = 30.0) -> Path:
+    """Write uint8 images (H, W, 3) atomically as .mp4 (H.264), .gif (looping) or .png (one image or a grid).
+
+    A .png of several images is a grid of up to 8 evenly spaced images (4 per row).
+
+    Raises
+    ------
+    ConfigError for an unsupported extension, no images or a non-positive fps.
+    """
+    import imageio.v3 as iio
+
+    out_path = Path(out_path)
+    ext = out_path.suffix.lower()
+    if ext not in (".mp4", ".gif", ".png"):
+        raise ConfigError(f"--out {out_path}: unsupported extension {ext!r} (use .mp4, .gif or .png)")
+    if not len(images):
+        raise ConfigError("nothing to write: no frames")
+    if not fps > 0:
+        raise ConfigError(f"fps must be positive, got {fps}")
+    with atomic_path(out_path) as tmp:
+        if ext == ".png":
+            if len(images) == 1:
+                grid = images[0]
+            else:
+                pick = np.unique(np.linspace(0, len(images) - 1, min(8, len(images))).round().astype(int))
+                grid = _grid([images[i] for i in pick], cols=min(4, len(pick)))
+            iio.imwrite(tmp, grid, extension=".png")
+        elif ext == ".gif":
+            iio.imwrite(tmp, np.stack(images), extension=".gif", duration=1000.0 / fps, loop=0)
+        else:
+            import imageio.v2 as iio2
+
+            h, w = images[0].shape[:2]
+            writer = iio2.get_writer(
+                tmp,
+                format="FFMPEG",
+                mode="I",
+                fps=fps,
+                codec="libx264",
+                quality=7,
+                pixelformat="yuv420p",
+                macro_block_size=1,
+                output_params=["-vf", f"pad={w + w % 2}:{h + h % 2}"],
+                ffmpeg_log_level="error",
+            )
+            try:
+                for im in images:
+                    writer.append_data(np.ascontiguousarray(im))
+            finally:
+                writer.close()
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; renders are meant to be shared
+    return out_path
+
+
+def _grid(images: list[np.ndarray], cols: int, pad: int = 4, fill: int = 255) -> np.ndarray:
+    h = max(im.shape[0] for im in images)
+    w = max(im.shape[1] for im in images)
+    rows = (len(images) + cols - 1) // cols
+    out = np.full((rows * h + (rows + 1) * pad, cols * w + (cols + 1) * pad, 3), fill, np.uint8)
+    for i, im in enumerate(images):
+        r, c = divmod(i, cols)
+        y, x = pad + r * (h + pad), pad + c * (w + pad)
+        out[y : y + im.shape[0], x : x + im.shape[1]] = im[..., :3]
+    return out
+
+
+def render_frames(
+    frames: np.ndarray,
+    faces: np.ndarray,
+    out_path: str | os.PathLike,
+    fps: float = 30,
+    part_ids: np.ndarray | None = None,
+    axes: list | None = None,
+    views: int = 1,
+    size: tuple[int, int] = (640, 480),
+    style: RenderStyle | None = None,
+    progress: bool = True,
+    titles: Sequence[str] | None = None,
+) -> Path:
+    """Render a moving mesh to a video (.mp4), animated GIF (.gif) or still / frame grid (.png).
+
+    Parameters
+    ----------
+    frames : (T, N, 3) float vertex positions per frame, metres, +Z up ((N, 3) is one frame).
+    faces : (M, 3) int triangle indices, shared by all frames.
+    out_path : output file; the extension picks the format. Written atomically.
+    fps : frames per second of the video / GIF.
+    part_ids : (N,) int part label per vertex (one colour per part), or None.
+    axes : joint axes drawn as arrows: list of (origin, direction) with each (3,) or per frame (T, 3).
+    views : number of camera views tiled side by side (front 3/4, side, top, back).
+    size : (width, height) of each view in pixels.
+    style : RenderStyle overrides.
+    progress : show a tqdm progress bar.
+    titles : optional per-frame caption drawn in the top-left corner.
+
+    Returns the written path. The camera, floor and shadow light are fixed over the whole motion.
+
+    Raises
+    ------
+    ConfigError for bad shapes, non-finite vertices, an unsupported extension or bad options.
+    """
+    from tqdm import tqdm
+
+    frames, faces = _check_frames(frames, faces)
+    T = frames.shape[0]
+    ax = _as_axes(axes, T)
+    if part_ids is not None and np.asarray(part_ids).reshape(-1).shape[0] != frames.shape[1]:
+        raise ConfigError(f"part_ids has {np.asarray(part_ids).size} entries but the mesh has {frames.shape[1]} vertices")
+    tips = None
+    if ax:
+        tips = np.concatenate([_axis_extent_points([(o[t], d[t]) for o, d in ax], frames[t]) for t in
+                               np.unique(np.linspace(0, T - 1, min(T, 16)).astype(int))])
+    renderer = SceneRenderer(frames, faces, part_ids, size=size, views=views, style=style, extra_points=tips)
+    images = []
+    for t in tqdm(range(T), desc=f"render {Path(out_path).name}", disable=not progress or T < 2, unit="frame"):
+        img = renderer.render(frames[t], axes=[(o[t], d[t]) for o, d in ax] or None)
+        if titles is not None:
+            img = _caption(img, str(titles[t]))
+        images.append(img)
+    return write_images(images, out_path, fps=fps)
+
+
+def _caption(img: np.ndarray, text: str, size: int = 16) -> np.ndarray:
+    """Draw ``text`` in the top-left corner (dark text, light halo)."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    im = Image.fromarray(img)
+    draw = ImageDraw.Draw(im)
+    try:
+        font = ImageFont.load_default(size=size)
+    except TypeError:  # very old Pillow
+        font = ImageFont.load_default()
+    draw.text((8, 6), text, fill=(20, 20, 20), font=font, stroke_width=2, stroke_fill=(255, 255, 255))
+    return np.asarray(im)
+
+
+def contact_sheet(
+    meshes: Sequence[tuple],
+    out_png: str | os.PathLike,
+    cols: int = 4,
+    size: tuple[int, int] = (320, 240),
+    style: RenderStyle | None = None,
+) -> Path:
+    """Render several meshes into one captioned PNG grid, each framed on its own.
+
+    Parameters
+    ----------
+    meshes : list of (vertices (N, 3), faces (M, 3), part_ids (N,) or None, title str).
+    out_png : output PNG path (written atomically).
+    cols : number of tiles per row.
+    size : (width, height) of each tile in pixels.
+
+    Raises
+    ------
+    ConfigError if ``meshes`` is empty or an entry is malformed.
+    """
+    if not meshes:
+        raise ConfigError("contact_sheet needs at least one mesh")
+    if cols < 1:
+        raise ConfigError(f"cols must be >= 1, got {cols}")
+    tiles = []
+    for i, item in enumerate(meshes):
+        try:
+            vertices, faces, part_ids, title = item
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"meshes[{i}] must be (vertices, faces, part_ids, title)") from exc
+        v, f = _check_frames(vertices, faces)
+        img = render_image(v[0], f, part_ids, size=size, style=style)
+        tiles.append(_caption(img, str(title), size=max(10, size[1] // 16)))
+    out_png = Path(out_png)
+    if out_png.suffix.lower() != ".png":
+        raise ConfigError(f"{out_png}: contact sheets are written as .png")
+    grid = _grid(tiles, cols=min(cols, len(tiles)))
+    return write_images([grid], out_png)
