@@ -254,3 +254,22 @@ def test_cli_bad_material_names_the_part_and_writes_nothing(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 1 and "part 'ball'" in err and "vibranium" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_granular_sand_collapses_and_spreads_with_mpm():
+    """Dry sand dropped as a cube collapses into a heap wider and lower than the cube (implicit MPM).
+    Slow (about 30 s of warp kernel set-up on 2 cores): `make test-slow` runs it."""
+    pytest.importorskip("newton")
+    from kinemesh.materials.mpm import simulate_granular
+
+    box = trimesh.creation.box(extents=(0.08, 0.08, 0.08))
+    obj = ArticulatedObject([Part("sand", box.vertices, box.faces, "sand")], [], name="sandpile")
+    cfg = CaseConfig(case="drop", duration=0.3, fps=10, height=0.02)
+    result = simulate_granular(obj, {"sand": PartMaterial("sand", get_material("sand"), "t")}, cfg, voxel=0.03)
+    last = result.sequence.frames[-1]
+    assert np.isfinite(result.sequence.frames).all() and result.sequence.n_frames == 4
+    assert np.ptp(last[:, 2]) < 0.8 * 0.08  # lower than the cube
+    assert result.report["spread_m"] > 0.08  # wider than the cube
+    with pytest.raises(ConfigError, match="granular materials support"):
+        simulate_granular(obj, {"sand": PartMaterial("sand", get_material("sand"), "t")}, CaseConfig(case="wind"))
