@@ -1,0 +1,130 @@
+"""Dataset manifests: one JSON object per line describing one sequence file, plus train/test splits.
+
+Each entry has at least ``path`` (relative to the manifest's folder), ``category``, ``kind``,
+``n_frames``, ``n_vertices`` and ``split``; an optional ``instance`` groups several sequences of the same
+object (default: the path), so splits never put one object on both sides.
+
+Splits: ``train``; ``test`` (held-out instances of categories also seen in training); ``test_category``
+(every instance of a held-out category, never seen in training).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from kinemesh.atomic import write_text
+from kinemesh.errors import ConfigError, InputFileError
+
+REQUIRED_KEYS = ("path", "category", "kind", "n_frames", "n_vertices")
+SPLITS = ("train", "test", "test_category")
+
+
+def write_manifest(entries: Iterable[dict[str, Any]], path: str | os.PathLike) -> Path:
+    """Write ``entries`` as JSONL to ``path`` atomically. Entries without ``split`` get ``train``.
+
+    Raises ConfigError when an entry lacks a required key.
+    """
+    lines = []
+    for i, e in enumerate(entries):
+        missing = [k for k in REQUIRED_KEYS if k not in e]
+        if missing:
+            raise ConfigError(f"manifest entry {i} is missing {missing}")
+        e = dict(e)
+        e.setdefault("split", "train")
+        lines.append(json.dumps(e, sort_keys=True, default=_json_default))
+    return write_text(path, "\n".join(lines) + ("\n" if lines else ""))
+
+
+def read_manifest(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Read a JSONL manifest; raise InputFileError naming the file and line of any bad entry."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputFileError(path, "manifest not found")
+    entries = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            e = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputFileError(path, f"line {n} is not valid JSON ({exc.msg})") from None
+        if not isinstance(e, dict):
+            raise InputFileError(path, f"line {n} is not a JSON object")
+        missing = [k for k in REQUIRED_KEYS if k not in e]
+        if missing:
+            raise InputFileError(path, f"line {n} is missing {missing}")
+        e.setdefault("split", "train")
+        if e["split"] not in SPLITS:
+            raise InputFileError(path, f"line {n} has unknown split {e['split']!r} (expected one of {SPLITS})")
+        entries.append(e)
+    return entries
+
+
+def entry_for(seq, path: str | os.PathLike, root: str | os.PathLike | None = None, **extra) -> dict[str, Any]:
+    """A manifest entry for KinematicSequence ``seq`` stored at ``path`` (made relative to ``root``)."""
+    p = Path(path)
+    rel = os.path.relpath(p, root) if root is not None else str(p)
+    e = {"path": Path(rel).as_posix(), "category": seq.category, "kind": seq.kind,
+         "n_frames": seq.n_frames, "n_vertices": seq.n_vertices, "split": "train"}
+    e.update(extra)
+    return e
+
+
+def assign_splits(
+    entries: list[dict[str, Any]],
+    holdout_categories: Iterable[str] = (),
+    instance_fraction: float = 0.15,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """Return copies of ``entries`` with ``split`` set; deterministic for a given ``seed``.
+
+    Every entry of a category in ``holdout_categories`` becomes ``test_category``. In each other category,
+    ``round(instance_fraction * n_instances)`` whole instances (at least one when the category has two or
+    more instances and the fraction is positive) become ``test``; the rest ``train``. Instances are grouped by
+    the ``instance`` key (default: ``path``). The choice per category depends only on the seed, the category
+    name and its instance names, not on the order of ``entries``.
+    """
+    if not 0.0 <= instance_fraction < 1.0:
+        raise ConfigError(f"instance_fraction must be in [0, 1), got {instance_fraction}")
+    held = set(holdout_categories)
+    by_cat: dict[str, set[str]] = {}
+    for e in entries:
+        by_cat.setdefault(str(e["category"]), set()).add(str(e.get("instance", e["path"])))
+    test_instances: set[tuple[str, str]] = set()
+    for cat, instances in by_cat.items():
+        if cat in held:
+            continue
+        names = sorted(instances)
+        n_test = int(round(instance_fraction * len(names)))
+        if instance_fraction > 0 and len(names) >= 2:
+            n_test = max(1, n_test)
+        n_test = min(n_test, len(names) - 1)
+        rng = np.random.default_rng([seed, zlib.crc32(cat.encode("utf-8"))])
+        for i in rng.permutation(len(names))[:n_test]:
+            test_instances.add((cat, names[i]))
+    out = []
+    for e in entries:
+        e = dict(e)
+        cat = str(e["category"])
+        if cat in held:
+            e["split"] = "test_category"
+        elif (cat, str(e.get("instance", e["path"]))) in test_instances:
+            e["split"] = "test"
+        else:
+            e["split"] = "train"
+        out.append(e)
+    return out
+
+
+def _json_default(obj):
+    if isinstance(obj, (np.floating, np.integer)):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
