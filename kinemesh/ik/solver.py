@@ -51,7 +51,8 @@ class IKConfig:
     barrier_std: float = 3.0
     """Where the soft barrier starts, in prior standard deviations."""
     rigidity_weight: float = 0.0
-    """Weight of the k-NN distance-preservation term on decoded points (0 = off)."""
+    """Weight of the k-NN distance-preservation term on decoded points (0 = off). Pairs are restricted to
+    the same connected component / part when the decoder exposes ``point_groups`` (P,)."""
     rigidity_k: int = 6
     """Neighbours per point for the rigidity term."""
     candidate_std: float = 1.0
@@ -179,8 +180,13 @@ class _Objective:
         self.pairs = None
         if cfg.rigidity_weight > 0:
             rp = decoder.rest_points.detach().float()
-            self.pairs = knn_pairs(rp, cfg.rigidity_k)
-            i, j = self.pairs
+            i, j = knn_pairs(rp, cfg.rigidity_k)
+            groups = getattr(decoder, "point_groups", None)
+            if groups is not None:  # only pairs on the same connected component / part may not stretch
+                groups = torch.as_tensor(np.asarray(groups))
+                keep = groups[i] == groups[j]
+                i, j = i[keep], j[keep]
+            self.pairs = (i, j)
             self.rest_len = (rp[i] - rp[j]).norm(dim=-1) * self.s
 
     def shapes(self, lat: torch.Tensor, sim: torch.Tensor | None):

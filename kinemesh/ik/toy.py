@@ -90,6 +90,7 @@ class ToyCabinetDecoder:
         bary = np.stack([1 - r1, r1 * (1 - r2), r1 * r2], 1)
         pts = np.einsum("pk,pkj->pj", bary, tri[fid])
         self.point_part = torch.as_tensor(ids[f[fid, 0]])
+        self.point_groups = ids[f[fid, 0]]  # part of every sampled point (as NeuralInstanceDecoder exposes)
         self.vertex_part = torch.as_tensor(ids)
         self.rest_points = torch.as_tensor(pts, dtype=torch.float32)
         self.rest_vertices = torch.as_tensor(v, dtype=torch.float32)

@@ -1,0 +1,190 @@
+"""Inverse kinematics on a toy decoder with known answers; targets; baselines; bad inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from kinemesh.data.articulated import Joint
+from kinemesh.data.sequence import KinematicSequence
+from kinemesh.errors import ConfigError, KinemeshError
+from kinemesh.ik import IKConfig, chamfer, chamfer_reference, make_target, solve
+from kinemesh.ik import baselines as B
+from kinemesh.ik.toy import ToyCabinetDecoder
+from kinemesh.reduce import ReducedDecoder, fit
+
+FAST = IKConfig(n_candidates=16, n_starts=2, adam_steps=60, lbfgs_steps=15)
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return ToyCabinetDecoder(latent_dim=8, n_points=384, subdivisions=1, seed=0)
+
+
+@pytest.fixture(scope="module")
+def reduced(toy):
+    return ReducedDecoder(toy, fit(toy, k_q=2, n_samples=32))
+
+
+def _joints():
+    return [
+        Joint("lid", "revolute", "body", "lid", [0, -1, 0], [-0.4, 0, 0.6], (-1.2, 1.2)),
+        Joint("drawer", "prismatic", "body", "drawer", [1, 0, 0], [0, 0, 0], (-0.25, 0.25)),
+    ]
+
+
+def test_chamfer_matches_dense_reference():
+    g = torch.Generator().manual_seed(0)
+    pred = torch.randn(3, 50, 3, generator=g, requires_grad=True)
+    tgt = torch.randn(70, 3, generator=g)
+    for one_sided in (False, True):
+        for squared in (False, True):
+            a = chamfer(pred, tgt, one_sided, squared)
+            b = chamfer_reference(pred, tgt, one_sided, squared)
+            assert torch.allclose(a, b, atol=1e-6)
+            (ga,) = torch.autograd.grad(a.sum(), pred)
+            (gb,) = torch.autograd.grad(b.sum(), pred)
+            assert torch.allclose(ga, gb, atol=1e-6)
+
+
+@pytest.mark.parametrize("correspondences", [True, False])
+def test_recovers_known_q(toy, reduced, correspondences):
+    z_true = toy.latent_for(0.7, -0.15)
+    target = make_target(toy.vertices(z_true).numpy(), toy.faces, toy.rest_vertices.numpy(), toy.faces,
+                         correspondences=correspondences)
+    res = solve(reduced, target, FAST)
+    jv = toy.joint_values(torch.as_tensor(res.z))
+    assert abs(float(jv[0]) - 0.7) < 0.02 and abs(float(jv[1]) + 0.15) < 0.01
+    q_true = reduced.subspace.q(z_true)
+    assert np.allclose(res.latent, q_true.numpy(), atol=0.05)
+    err = np.linalg.norm(res.vertices - toy.vertices(z_true).numpy(), axis=1).mean()
+    assert err < 0.01  # metres, on a 1.1 m object (the rest pose is ~0.14 m off)
+    if correspondences:
+        assert res.errors["vertex_error"] < 1e-3
+
+
+def test_no_reduction_fits_z(toy):
+    z_true = toy.latent_for(-0.5, 0.2)
+    target = make_target(toy.vertices(z_true).numpy(), toy.faces, toy.rest_vertices.numpy())
+    res = solve(toy, target, FAST)
+    assert res.z.shape == (8,)
+    assert np.allclose(toy.joint_values(torch.as_tensor(res.z)).numpy(), [-0.5, 0.2], atol=0.02)
+
+
+def test_scaled_and_partial_targets(toy, reduced):
+    z_true = toy.latent_for(0.6, 0.1)
+    tv = toy.vertices(z_true).numpy()
+    # another scale and position: normalization + similarity fit, result back in the target frame
+    moved = tv * 2.5 + np.array([3.0, -1.0, 0.5])
+    target = make_target(moved, toy.faces, toy.rest_vertices.numpy(), normalize=True, correspondences=False)
+    res = solve(reduced, target, IKConfig(**{**FAST.__dict__, "fit_similarity": True}))
+    assert np.allclose(toy.joint_values(torch.as_tensor(res.z)).numpy(), [0.6, 0.1], atol=0.05)
+    assert np.linalg.norm(res.vertices_target_frame - moved, axis=1).mean() < 0.05 * 2.5
+    # partial cloud (one side of the object only): one-sided Chamfer
+    pts = make_target(tv, toy.faces, n_points=4000).points.numpy()
+    half = pts[pts[:, 1] < 0]
+    target = make_target(half, None, toy.rest_vertices.numpy(), partial=True)
+    res = solve(reduced, target, FAST)
+    assert np.allclose(toy.joint_values(torch.as_tensor(res.z)).numpy(), [0.6, 0.1], atol=0.05)
+
+
+def test_rigidity_term_and_prior_barrier(toy, reduced):
+    z_true = toy.latent_for(0.3, 0.0)
+    target = make_target(toy.vertices(z_true).numpy(), toy.faces, toy.rest_vertices.numpy(), correspondences=False)
+    # pairs are restricted to the same part (point_groups), so the term does not fight the hinge
+    res = solve(reduced, target, IKConfig(**{**FAST.__dict__, "rigidity_weight": 1.0}))
+    assert abs(float(toy.joint_values(torch.as_tensor(res.z))[0]) - 0.3) < 0.03
+    from kinemesh.ik.solver import _Objective
+
+    obj = _Objective(toy, target, IKConfig(rigidity_weight=1.0, prior_weight=0.0), None)
+    obj0 = _Objective(toy, target, IKConfig(rigidity_weight=0.0, prior_weight=0.0), None)
+    z = toy.latent_for(0.3, 0.0)[None]
+    assert torch.allclose(obj(z, None), obj0(z, None), atol=1e-7)  # rigid motion: zero rigidity energy
+    bent = toy.points
+
+    def stretched(zz):
+        return bent(zz) * torch.tensor([1.3, 1.0, 1.0])
+
+    toy.points = stretched
+    try:
+        assert float(obj(z, None) - obj0(z, None)) > 1e-4  # stretching the parts costs energy
+    finally:
+        del toy.points
+    # an unreachable target (lid opened beyond the model's range) must not push q far past 3 std
+    far = toy.vertices(toy.latent_for(1.1999, 0.0)).numpy()
+    far[toy.part_ids == 1] += np.array([0.0, 0.0, 2.0])
+    target = make_target(far, toy.faces, toy.rest_vertices.numpy(), correspondences=True)
+    res = solve(reduced, target, IKConfig(**{**FAST.__dict__, "prior_weight": 1.0}))
+    assert np.abs(res.latent).max() < 4.0
+
+
+def test_bad_targets(toy):
+    rv = toy.rest_vertices.numpy()
+    with pytest.raises(KinemeshError, match="empty"):
+        make_target(np.zeros((0, 3)), None, rv)
+    bad = rv.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(KinemeshError, match="NaN"):
+        make_target(bad, toy.faces, rv)
+    with pytest.raises(KinemeshError, match="shape"):
+        make_target(np.zeros((5, 2)), None, rv)
+    with pytest.raises(KinemeshError, match="out of range"):
+        make_target(rv, np.array([[0, 1, 10**6]]), rv)
+    tgt = make_target(rv, None, rv, correspondences=False)
+    with pytest.raises(ConfigError):
+        solve(toy, tgt, IKConfig(loss="vertex"))
+    with pytest.raises(ConfigError):
+        solve(toy, tgt, IKConfig(n_starts=0))
+
+
+def test_baselines_on_tiny_set(toy):
+    train = ToyCabinetDecoder(latent_dim=8, n_points=128, subdivisions=2, seed=1)  # another mesh
+    g = torch.Generator().manual_seed(0)
+    frames = train.vertices(train.mu_cond + torch.randn(30, 8, generator=g)).numpy()
+    seq = KinematicSequence(train.rest_vertices.numpy(), train.faces, frames, np.arange(30) / 30.0, None,
+                            {"kind": "articulated", "category": "toy"})
+    rv = toy.rest_vertices.numpy()
+    tv = toy.vertices(toy.latent_for(0.7, -0.15)).numpy()
+    target = make_target(tv, toy.faces, rv, correspondences=False)
+
+    def verr(v):
+        return float(np.linalg.norm(v - tv, axis=1).mean())
+
+    rest_err = verr(rv)
+    pool = B.transferred_pool(rv, [seq], max_fields=30)
+    assert pool.shape == (30, len(rv), 3)
+    # transfer of a same-shaped mesh is exact up to vertex matching: rigid parts stay rigid
+    pca = B.pca_decoder(rv, toy.faces, pool, n_points=256)
+    assert 2 <= pca.latent_dim <= 8
+    assert verr(solve(pca, target, FAST).vertices) < 0.5 * rest_err
+    v, i, e = B.nearest_pose(rv, toy.faces, pool, target, n_points=256)
+    assert 0 <= i < 30 and verr(v) < rest_err
+    ffd = B.FreeFormDecoder(rv, toy.faces, n_points=256)
+    res = solve(ffd, target, IKConfig(prior_weight=0, n_candidates=1, n_starts=1, adam_steps=60, adam_lr=0.01,
+                                      lbfgs_steps=10), regularizer=ffd.regularizer)
+    assert res.errors["chamfer_l1"] < solve(ffd, target, IKConfig(prior_weight=0, n_candidates=1, n_starts=1,
+                                                                  adam_steps=0, lbfgs_steps=0)).errors["chamfer_l1"]
+    orc = B.ArticulationDecoder(rv, toy.faces, toy.part_ids, ["body", "lid", "drawer"], _joints(), n_points=256)
+    assert torch.allclose(orc.vertices(orc.mu_cond[None])[0], toy.rest_vertices, atol=1e-5)
+    res = solve(orc, target, IKConfig(**{**FAST.__dict__, "candidate_std": 2.0}))
+    assert verr(res.vertices) < 0.005
+    assert np.allclose(orc.joint_values(torch.as_tensor(res.latent)[None])[0].numpy(), [0.7, -0.15], atol=0.01)
+
+
+def test_freeform_regularizer_gradient_fd():
+    """float64 finite differences of the hand-written Laplacian/edge regularizer's autograd gradient."""
+    toy0 = ToyCabinetDecoder(subdivisions=0, n_points=16)
+    dec = B.FreeFormDecoder(toy0.rest_vertices.numpy(), toy0.faces, n_points=16)
+    dec.rest_vertices = dec.rest_vertices.double()
+    dec.rest_len = dec.rest_len.double()
+    dec._deg = dec._deg.double()
+    g = torch.Generator().manual_seed(0)
+    d = (0.05 * torch.randn(1, dec.latent_dim, generator=g, dtype=torch.float64)).requires_grad_(True)
+    (grad,) = torch.autograd.grad(dec.regularizer(d).sum(), d)
+    h = 1e-6
+    for i in [0, 5, 17, dec.latent_dim - 1]:
+        e = torch.zeros_like(d)
+        e[0, i] = h
+        fd = (dec.regularizer(d + e) - dec.regularizer(d - e)).item() / (2 * h)
+        assert abs(fd - grad[0, i].item()) < 1e-6 * max(1.0, abs(fd))
