@@ -76,7 +76,11 @@ class TrainConfig:
     grad_clip: float = 1.0
     """Gradient-norm clip."""
     kl_weight: float = 0.01
-    """lambda of Eq. 1 (NeuROK Sec. 4.2): loss = recon + lambda * KL."""
+    """lambda of Eq. 1 (NeuROK Sec. 4.2): loss = recon_weight * recon + lambda * KL."""
+    recon_weight: float = 100.0
+    """Scale of the reconstruction term, the mean over points of |delta - delta_pred|^2 in normalised units.
+    Eq. 1 sums over the whole deformation vector; a mean keeps the loss independent of ``n_points``, and this
+    factor restores the balance against the KL (about a sum over 100 points)."""
     free_bits: float = 0.05
     """KL floor per latent dimension in nats (batch-averaged KL of a dimension below it costs nothing);
     stops posterior collapse."""

@@ -266,8 +266,8 @@ def kl_per_dim(mu_q: torch.Tensor, logvar_q: torch.Tensor, mu_p: torch.Tensor) -
     return 0.5 * ((mu_q - mu_p) ** 2 + logvar_q.exp() - 1.0 - logvar_q)
 
 
-def vae_loss(out: dict, delta: torch.Tensor, kl_weight: float, free_bits: float) -> dict:
-    """Eq. 1: ||delta - delta_pred||^2 (sum over xyz, mean over points and batch) + lambda * KL.
+def vae_loss(out: dict, delta: torch.Tensor, kl_weight: float, free_bits: float, recon_weight: float = 1.0) -> dict:
+    """Eq. 1: recon_weight * ||delta - delta_pred||^2 (sum over xyz, mean over points and batch) + lambda * KL.
 
     KL uses free bits: each latent dimension's batch-mean KL is floored at ``free_bits`` nats, so encoding up
     to that much information costs nothing (prevents posterior collapse). Returns a dict of scalars.
@@ -276,7 +276,7 @@ def vae_loss(out: dict, delta: torch.Tensor, kl_weight: float, free_bits: float)
     kl = kl_per_dim(out["mu_q"], out["logvar_q"], out["mu_p"])
     kl_dim = kl.mean(0)
     kl_fb = torch.clamp(kl_dim, min=free_bits).sum()
-    loss = recon + kl_weight * kl_fb
+    loss = recon_weight * recon + kl_weight * kl_fb
     return {
         "loss": loss,
         "recon": recon.detach(),

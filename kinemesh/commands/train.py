@@ -1,0 +1,63 @@
+"""``kinemesh train``: train the kinematic model (conditional VAE) on a dataset folder."""
+
+from __future__ import annotations
+
+
+def register(sub):
+    p = sub.add_parser(
+        "train", help="train the kinematic model on a dataset folder (resumable; torchrun for many devices)",
+        description="Train the NeuROK-style conditional VAE. Multi-process: "
+                    "torchrun --nproc_per_node N -m kinemesh train ... (gloo on CPU, nccl on CUDA).")
+    p.add_argument("--data", required=True, help="dataset folder with manifest.jsonl (from `kinemesh synth`)")
+    p.add_argument("--out", required=True, help="run folder (checkpoints, log.csv, tb/)")
+    p.add_argument("--preset", default="cpu-small", help="tiny | cpu-small (default) | paper")
+    p.add_argument("--steps", type=int, default=None, help="stop at this total step count")
+    p.add_argument("--minutes", type=float, default=None, help="stop after this many minutes of wall clock")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="device (default cpu)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    p.add_argument("--seed", type=int, default=0, help="seed of initialisation and data sampling")
+    p.add_argument("--bf16", action="store_true", help="bfloat16 autocast (faster on recent CPUs and GPUs)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads per process")
+    p.add_argument("--head", default=None, choices=["dq_skinning", "per_point_dq", "displacement"],
+                   help="decoder head (default: the preset's, dq_skinning)")
+    p.add_argument("--batch-size", type=int, default=None, help="pairs per step per process")
+    p.add_argument("--n-points", type=int, default=None, help="surface points per pair")
+    p.add_argument("--lr", type=float, default=None, help="peak learning rate")
+    p.add_argument("--no-rotate", action="store_true", help="ablation: no random rotation about Z")
+    p.add_argument("--no-scale", action="store_true", help="ablation: no random scale")
+    p.add_argument("--no-resample", action="store_true", help="ablation: fixed point samples per instance")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    import json
+    from pathlib import Path
+
+    from kinemesh.model.config import preset
+    from kinemesh.model.train import RunOptions, train
+
+    config = preset(args.preset)
+    if args.head:
+        config.model.head = args.head
+    tc = config.train
+    if args.bf16:
+        tc.bf16 = True
+    if args.batch_size:
+        tc.batch_size = args.batch_size
+    if args.n_points:
+        tc.n_points = args.n_points
+    if args.lr:
+        tc.lr = args.lr
+    tc.rotate_z = not args.no_rotate
+    if args.no_scale:
+        tc.scale_range = (1.0, 1.0)
+    tc.resample_points = not args.no_resample
+    config.model.__post_init__()
+    config.train.__post_init__()
+    opts = RunOptions(data=Path(args.data), out=Path(args.out), steps=args.steps, minutes=args.minutes,
+                      device=args.device, resume=args.resume, seed=args.seed, threads=args.threads,
+                      progress=not args.no_progress)
+    result = train(config, opts)
+    print(json.dumps({k: (round(v, 6) if isinstance(v, float) else v) for k, v in result.items()}))
+    return 0
