@@ -16,8 +16,6 @@ import os
 import re
 import struct
 from pathlib import Path
-from typing import Any
-
 import numpy as np
 
 from kinemesh.data.sequence import KinematicSequence
@@ -65,16 +63,19 @@ def load_mesh(path: str | os.PathLike, max_vertices: int | None = DEFAULT_MAX_VE
         raise InputFileError(path, f"unsupported mesh format '{suffix}' (supported: {', '.join(MESH_SUFFIXES)})")
     if path.stat().st_size == 0:
         raise InputFileError(path, "file is empty")
-    kwargs: dict[str, Any] = {"force": "mesh", "process": False}
-    if suffix == ".obj":
-        kwargs["skip_materials"] = True
     try:
-        mesh = trimesh.load(str(path), **kwargs)
+        if suffix == ".obj":
+            mesh = trimesh.Trimesh(*read_obj_geometry(path), process=False)
+        else:
+            mesh = trimesh.load(str(path), force="mesh", process=False)
+    except InputFileError:
+        raise
     except Exception as exc:  # trimesh raises many exception types on corrupt input
         raise InputFileError(path, f"cannot read mesh ({exc.__class__.__name__}: {exc})") from None
     if isinstance(mesh, list):  # some loaders return a list of meshes
         mesh = trimesh.util.concatenate(mesh) if mesh else None
     if not isinstance(mesh, trimesh.Trimesh) or len(mesh.vertices) == 0 or len(mesh.faces) == 0:
+        # an empty Trimesh from the OBJ reader, or something that is not a surface
         raise InputFileError(path, "contains no triangles")
     vertices = np.asarray(mesh.vertices, dtype=np.float64)
     if not np.isfinite(vertices).all():
@@ -90,6 +91,41 @@ def load_mesh(path: str | os.PathLike, max_vertices: int | None = DEFAULT_MAX_VE
     if max_vertices and len(mesh.vertices) > max_vertices:
         mesh = decimate(mesh, max_vertices, name=str(path))
     return mesh
+
+
+def read_obj_geometry(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
+    """Read the geometry of an OBJ file: vertices (n, 3) float64 in file order, triangles (m, 3) int64.
+
+    Materials, texture coordinates, normals and groups are ignored; polygons are fan-triangulated;
+    negative (relative) indices are supported. Raises InputFileError naming the file and line.
+    """
+    path = Path(path)
+    verts: list[list[float]] = []
+    faces: list[tuple[int, int, int]] = []
+    with open(path, "r", encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, 1):
+            if line.startswith("v "):
+                parts = line.split()
+                try:
+                    verts.append([float(parts[1]), float(parts[2]), float(parts[3])])
+                except (ValueError, IndexError):
+                    raise InputFileError(path, f"line {n}: cannot read a vertex from {line.strip()[:60]!r}") from None
+            elif line.startswith("f "):
+                try:
+                    idx = [int(t.split("/", 1)[0]) for t in line.split()[1:]]
+                except ValueError:
+                    raise InputFileError(path, f"line {n}: cannot read a face from {line.strip()[:60]!r}") from None
+                if len(idx) < 3:
+                    raise InputFileError(path, f"line {n}: a face needs at least 3 vertices")
+                nv = len(verts)
+                idx = [i - 1 if i > 0 else nv + i for i in idx]
+                if min(idx) < 0 or max(idx) >= nv:
+                    raise InputFileError(path, f"line {n}: face index out of range (only {nv} vertices so far)")
+                for k in range(1, len(idx) - 1):
+                    faces.append((idx[0], idx[k], idx[k + 1]))
+    v = np.asarray(verts, dtype=np.float64).reshape(-1, 3)
+    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    return v, f
 
 
 def decimate(mesh, max_vertices: int, name: str = "mesh"):
