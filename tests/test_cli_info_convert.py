@@ -26,7 +26,8 @@ def test_info_articulated_folder(tmp_path, capsys):
 def test_info_mesh_sequence_anime(tmp_path, capsys, tiny_sequence):
     write_obj(tmp_path / "box.obj", BODY)
     assert main(["info", str(tmp_path / "box.obj")]) == 0
-    assert "8 vertices, 12 faces" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "8 vertices, 12 faces" in out and "watertight True, connected components 1" in out
     tiny_sequence.save(tmp_path / "s.npz")
     assert main(["info", str(tmp_path / "s.npz")]) == 0
     assert "frames 4" in capsys.readouterr().out
