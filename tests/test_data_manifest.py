@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kinemesh.data.manifest import assign_splits, entry_for, read_manifest, write_manifest
+from kinemesh.data.manifest import assign_splits, entry_for, read_manifest, scan_dataset, write_manifest
 from kinemesh.errors import ConfigError, InputFileError
 
 
@@ -64,3 +64,20 @@ def test_split_edge_cases(tiny_sequence, tmp_path):
     e = entry_for(tiny_sequence, tmp_path / "elastic" / "box" / "0.npz", root=tmp_path)
     assert e == {"path": "elastic/box/0.npz", "category": "box", "kind": "elastic", "n_frames": 4,
                  "n_vertices": 8, "split": "train"}
+
+
+def test_scan_dataset(tiny_sequence, tmp_path):
+    tiny_sequence.meta["name"] = "box7"
+    tiny_sequence.save(tmp_path / "elastic" / "box" / "b.npz")
+    tiny_sequence.meta["category"] = "crate"
+    tiny_sequence.save(tmp_path / "elastic" / "crate" / "a.npz")
+    entries = scan_dataset(tmp_path)
+    assert entries == [
+        {"path": "elastic/box/b.npz", "category": "box", "kind": "elastic", "n_frames": 4, "n_vertices": 8,
+         "split": "train", "instance": "box/box7"},
+        {"path": "elastic/crate/a.npz", "category": "crate", "kind": "elastic", "n_frames": 4, "n_vertices": 8,
+         "split": "train", "instance": "crate/box7"},
+    ]
+    (tmp_path / "broken.npz").write_bytes(b"junk")
+    with pytest.raises(InputFileError, match="broken.npz"):
+        scan_dataset(tmp_path)

@@ -111,6 +111,20 @@ def test_urdf_file_path_and_sequence(tiny_partnet):
     np.testing.assert_array_equal(seq.frames, again.frames)  # deterministic by seed
 
 
+def test_junk_in_mobility_json_warns(tmp_path, caplog):
+    import json
+
+    folder = make_partnet_folder(tmp_path / "junkjson")
+    entries = json.loads((folder / "mobility_v2.json").read_text())
+    entries[0]["jointData"]["limit"]["b"] = "ninety"
+    entries[1]["joint"] = "wobble"
+    (folder / "mobility_v2.json").write_text(json.dumps(entries))
+    with caplog.at_level(logging.WARNING):
+        obj = load_articulated(folder)
+    assert "'ninety' is not numeric" in caplog.text and "unknown joint kind 'wobble'" in caplog.text
+    assert {j.name: j.limits for j in obj.joints}["door_hinge"] == pytest.approx((0.0, HALF_PI))  # URDF wins
+
+
 def test_junk_numbers_warn_and_fall_back(tmp_path, caplog):
     urdf = URDF.replace('<origin xyz="0.5 0.5 0.5"/>', '<origin xyz="0.5 0.5 oops"/>') \
                .replace('<limit lower="0.0" upper="1.5707963267948966"/>', '<limit lower="abc" upper="nan"/>')

@@ -76,6 +76,50 @@ def entry_for(seq, path: str | os.PathLike, root: str | os.PathLike | None = Non
     return e
 
 
+def scan_dataset(root: str | os.PathLike) -> list[dict[str, Any]]:
+    """Manifest entries (split ``train``) for every ``*.npz`` sequence under ``root`` (sorted by path).
+
+    Reads only each file's ``meta`` and the array headers of ``rest_vertices`` and ``frames`` (no
+    decompression of the frames), so scanning is fast. ``instance`` comes from ``meta.instance`` or
+    ``meta.name`` when present. Raises InputFileError naming an unreadable file.
+    """
+    root = Path(root)
+    entries = []
+    for path in sorted(root.rglob("*.npz")):
+        meta, shapes = _npz_meta_and_shapes(path)
+        e = {"path": path.relative_to(root).as_posix(), "category": str(meta.get("category", "unknown")),
+             "kind": str(meta.get("kind", "mixed")), "n_frames": int(shapes["frames"][0]),
+             "n_vertices": int(shapes["rest_vertices"][0]), "split": "train"}
+        inst = meta.get("instance", meta.get("name"))
+        if inst is not None:
+            e["instance"] = f"{e['category']}/{inst}"
+        entries.append(e)
+    return entries
+
+
+def _npz_meta_and_shapes(path: Path) -> tuple[dict, dict]:
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            shapes = {}
+            for key in ("rest_vertices", "frames"):
+                with z.open(f"{key}.npy") as fh:
+                    version = np.lib.format.read_magic(fh)
+                    if version == (1, 0):
+                        shape, _, _ = np.lib.format.read_array_header_1_0(fh)
+                    else:
+                        shape, _, _ = np.lib.format.read_array_header_2_0(fh)
+                    shapes[key] = shape
+            with z.open("meta.npy") as fh:
+                meta = json.loads(str(np.lib.format.read_array(fh, allow_pickle=False)))
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
+        raise InputFileError(path, f"not a readable .npz sequence ({exc.__class__.__name__}: {exc})") from None
+    if not isinstance(meta, dict) or len(shapes["frames"]) != 3 or len(shapes["rest_vertices"]) != 2:
+        raise InputFileError(path, "meta or array shapes do not follow the KinematicSequence contract")
+    return meta, shapes
+
+
 def assign_splits(
     entries: list[dict[str, Any]],
     holdout_categories: Iterable[str] = (),

@@ -330,8 +330,11 @@ def _cross_check_mobility(entries: list, urdf: Urdf, T: dict, file_frame: np.nda
             if abs(cos) < np.cos(np.radians(1.0)):
                 warn(f"part {link}: axis {d.tolist()} differs from the URDF joint '{uj.name}' axis")
         # Limits: degrees for hinges, metres for sliders.
+        if limit.get("noLimit") or ("a" not in limit and "b" not in limit):
+            continue
         lo, hi = _num(limit.get("a")), _num(limit.get("b"))
-        if lo is None or hi is None or limit.get("noLimit"):
+        if lo is None or hi is None:
+            warn(f"part {link}: limit a={limit.get('a')!r}, b={limit.get('b')!r} is not numeric; ignored")
             continue
         if kind == "hinge":
             lo, hi = np.radians(lo), np.radians(hi)
