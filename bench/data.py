@@ -20,7 +20,10 @@ from kinemesh.data.partnet import load_articulated
 def main(argv: list[str]) -> int:
     root = Path(argv[0]) if argv else Path(__file__).resolve().parents[2] / "shared" / "real_objects"
     folders = sorted(p for p in root.iterdir() if (p / "mobility.urdf").is_file())
-    print("| object | category | parts | movable joints | vertices | faces | load s | 16 frames s | GLB s | GLB MB | NPZ MB |")
+    print(
+        "| object | category | parts | movable joints | vertices | faces | load s | 16 frames s | GLB s "
+        "| GLB MB | NPZ MB |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for f in folders:
@@ -34,9 +37,11 @@ def main(argv: list[str]) -> int:
             npz = export_npz(seq, Path(tmp) / f"{f.name}.npz")
             kinds = Counter(j.type for j in obj.movable_joints)
             joints = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
-            print(f"| {f.name} | {obj.category} | {sum(len(p.vertices) > 0 for p in obj.parts)} | {joints} | "
-                  f"{seq.n_vertices} | {seq.n_faces} | {t1 - t0:.3f} | {t2 - t1:.3f} | {t3 - t2:.3f} | "
-                  f"{glb.stat().st_size / 1e6:.2f} | {npz.stat().st_size / 1e6:.2f} |")
+            print(
+                f"| {f.name} | {obj.category} | {sum(len(p.vertices) > 0 for p in obj.parts)} | {joints} | "
+                f"{seq.n_vertices} | {seq.n_faces} | {t1 - t0:.3f} | {t2 - t1:.3f} | {t3 - t2:.3f} | "
+                f"{glb.stat().st_size / 1e6:.2f} | {npz.stat().st_size / 1e6:.2f} |"
+            )
     return 0
 
 

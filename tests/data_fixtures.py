@@ -22,9 +22,25 @@ from pathlib import Path
 
 import numpy as np
 
-BOX_V = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0], [0, 0, 1], [1, 0, 1], [1, 1, 1], [0, 1, 1]], float)
-BOX_F = np.array([[0, 2, 1], [0, 3, 2], [4, 5, 6], [4, 6, 7], [0, 1, 5], [0, 5, 4], [1, 2, 6], [1, 6, 5],
-                  [2, 3, 7], [2, 7, 6], [3, 0, 4], [3, 4, 7]])
+BOX_V = np.array(
+    [[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0], [0, 0, 1], [1, 0, 1], [1, 1, 1], [0, 1, 1]], float
+)
+BOX_F = np.array(
+    [
+        [0, 2, 1],
+        [0, 3, 2],
+        [4, 5, 6],
+        [4, 6, 7],
+        [0, 1, 5],
+        [0, 5, 4],
+        [1, 2, 6],
+        [1, 6, 5],
+        [2, 3, 7],
+        [2, 7, 6],
+        [3, 0, 4],
+        [3, 4, 7],
+    ]
+)
 
 
 def box(lo, hi) -> np.ndarray:
@@ -36,7 +52,9 @@ def write_obj(path: Path, vertices, faces=BOX_F, with_material: bool = False) ->
     lines = []
     if with_material:
         lines.append(f"mtllib {path.stem}.mtl")
-        (path.parent / f"{path.stem}.mtl").write_text("newmtl m0\nKd 0.8 0.2 0.2\nmap_Kd missing_texture.png\n")
+        (path.parent / f"{path.stem}.mtl").write_text(
+            "newmtl m0\nKd 0.8 0.2 0.2\nmap_Kd missing_texture.png\n"
+        )
     lines += ["v %r %r %r" % tuple(map(float, v)) for v in vertices]
     if with_material:
         lines += ["vt 0 0", "vt 1 0", "vt 1 1", "usemtl m0"]
@@ -121,20 +139,46 @@ URDF = """<?xml version="1.0" ?>
 """
 
 MOBILITY = [
-    {"id": 0, "parent": 3, "joint": "hinge", "name": "door", "parts": [{"id": 1, "name": "door", "children": []}],
-     "jointData": {"axis": {"origin": [1, 0, 1], "direction": [0, 1, 0]},
-                   "limit": {"a": 0, "b": 90, "noLimit": False}}},
-    {"id": 1, "parent": 3, "joint": "slider", "name": "drawer", "parts": [],
-     # the opposite direction with negated limits describes the same motion
-     "jointData": {"axis": {"origin": [0.5, 0.5, 0.5], "direction": [0, 0, -1]},
-                   "limit": {"a": 0.1, "b": 0.4, "noLimit": False}}},
-    {"id": 2, "parent": 3, "joint": "slider", "name": "lid", "parts": [],
-     "jointData": {"axis": {"origin": [0.5, 1, 0.5], "direction": [0, 1, 0]},
-                   "limit": {"a": 0, "b": 0.1, "noLimit": False, "rotates": True, "noRotationLimit": True}}},
+    {
+        "id": 0,
+        "parent": 3,
+        "joint": "hinge",
+        "name": "door",
+        "parts": [{"id": 1, "name": "door", "children": []}],
+        "jointData": {
+            "axis": {"origin": [1, 0, 1], "direction": [0, 1, 0]},
+            "limit": {"a": 0, "b": 90, "noLimit": False},
+        },
+    },
+    {
+        "id": 1,
+        "parent": 3,
+        "joint": "slider",
+        "name": "drawer",
+        "parts": [],
+        # the opposite direction with negated limits describes the same motion
+        "jointData": {
+            "axis": {"origin": [0.5, 0.5, 0.5], "direction": [0, 0, -1]},
+            "limit": {"a": 0.1, "b": 0.4, "noLimit": False},
+        },
+    },
+    {
+        "id": 2,
+        "parent": 3,
+        "joint": "slider",
+        "name": "lid",
+        "parts": [],
+        "jointData": {
+            "axis": {"origin": [0.5, 1, 0.5], "direction": [0, 1, 0]},
+            "limit": {"a": 0, "b": 0.1, "noLimit": False, "rotates": True, "noRotationLimit": True},
+        },
+    },
     {"id": 3, "parent": -1, "joint": "heavy", "name": "body", "parts": [], "jointData": {}},
 ]
 
-SEMANTICS = "link_0 hinge rotation_door\nlink_1 slider drawer\nlink_2 slider+ lid\nlink_3 heavy furniture_body\n"
+SEMANTICS = (
+    "link_0 hinge rotation_door\nlink_1 slider drawer\nlink_2 slider+ lid\nlink_3 heavy furniture_body\n"
+)
 
 
 def make_partnet_folder(folder: Path, urdf: str = URDF) -> Path:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pytest
@@ -36,8 +35,10 @@ def test_info_mesh_sequence_anime(tmp_path, capsys, tiny_sequence):
     assert "frames 2" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("out_name,fmt", [("o.npz", "npz"), ("o.glb", "glb"), ("o.obj", "obj"), ("frames", "obj-seq"),
-                                          ("o.anime", "anime")])
+@pytest.mark.parametrize(
+    "out_name,fmt",
+    [("o.npz", "npz"), ("o.glb", "glb"), ("o.obj", "obj"), ("frames", "obj-seq"), ("o.anime", "anime")],
+)
 def test_convert_articulated(tmp_path, capsys, out_name, fmt):
     folder = make_partnet_folder(tmp_path / "cab")
     out = tmp_path / out_name
@@ -75,14 +76,17 @@ def test_convert_frames_and_anime(tmp_path):
 
 def _bad_inputs(tmp_path):
     (tmp_path / "empty.obj").write_bytes(b"")
-    (tmp_path / "nan.ply").write_text("ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
-                                      "property float z\nelement face 1\nproperty list uchar int vertex_indices\n"
-                                      "end_header\n0 0 nan\n1 0 0\n0 1 0\n3 0 1 2\n")
+    (tmp_path / "nan.ply").write_text(
+        "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
+        "property float z\nelement face 1\nproperty list uchar int vertex_indices\n"
+        "end_header\n0 0 nan\n1 0 0\n0 1 0\n3 0 1 2\n"
+    )
     write_anime(tmp_path / "trunc.anime", BODY, BOX_F, np.stack([BODY, BODY]), truncate=5)
     frames, _ = make_frame_folder(tmp_path / "mismatch", n_frames=3)
     write_obj(frames / "frame_1.obj", BODY[:4], BOX_F[:2])
-    escape = make_partnet_folder(tmp_path / "escape",
-                                 URDF.replace("textured_objs/lid.obj", "../../outside.obj"))
+    escape = make_partnet_folder(
+        tmp_path / "escape", URDF.replace("textured_objs/lid.obj", "../../outside.obj")
+    )
     (tmp_path / "outside.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
     unknown = make_partnet_folder(tmp_path / "unknown", URDF.replace('type="continuous"', 'type="spherical"'))
     (tmp_path / "corrupt.npz").write_bytes(b"PK\x03\x04 not really a zip")
@@ -102,11 +106,17 @@ def _bad_inputs(tmp_path):
 def test_bad_inputs_one_line_exit_1_nothing_written(tmp_path, capsys, command):
     for src, needle in _bad_inputs(tmp_path):
         before = sorted(p.name for p in (tmp_path / "out").glob("*")) if (tmp_path / "out").exists() else []
-        argv = ["info", str(src)] if command == "info" else ["convert", str(src), str(tmp_path / "out" / "x.npz")]
+        argv = (
+            ["info", str(src)]
+            if command == "info"
+            else ["convert", str(src), str(tmp_path / "out" / "x.npz")]
+        )
         assert main(argv) == 1, src
         err = capsys.readouterr().err.strip()
         assert needle in err, (needle, err)
         assert err.startswith(f"kinemesh {command}: error:") and "\n" not in err and "Traceback" not in err
         if command == "convert":
-            after = sorted(p.name for p in (tmp_path / "out").glob("*")) if (tmp_path / "out").exists() else []
+            after = (
+                sorted(p.name for p in (tmp_path / "out").glob("*")) if (tmp_path / "out").exists() else []
+            )
             assert after == before == []

@@ -7,7 +7,13 @@ import pytest
 import trimesh
 
 from kinemesh.data.exporters import (
-    Z_UP_TO_GLTF, accessor_array, export_anime, export_glb, export_npz, export_obj_sequence, read_glb,
+    Z_UP_TO_GLTF,
+    accessor_array,
+    export_anime,
+    export_glb,
+    export_npz,
+    export_obj_sequence,
+    read_glb,
 )
 from kinemesh.data.loaders import load_anime, load_mesh, load_mesh_folder
 from kinemesh.data.sequence import KinematicSequence
@@ -82,8 +88,12 @@ def test_npz_and_anime_round_trip(parted, tmp_path):
 
 def test_exporters_leave_nothing_on_invalid_input(parted, tmp_path):
     parted.frames[2, 0, 0] = np.nan
-    for fn, name in ((export_glb, "a.glb"), (export_npz, "a.npz"), (export_obj_sequence, "objs"),
-                     (export_anime, "a.anime")):
+    for fn, name in (
+        (export_glb, "a.glb"),
+        (export_npz, "a.npz"),
+        (export_obj_sequence, "objs"),
+        (export_anime, "a.anime"),
+    ):
         with pytest.raises(Exception, match="NaN"):
             fn(parted, tmp_path / name)
     assert list(tmp_path.iterdir()) == []

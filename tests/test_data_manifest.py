@@ -13,8 +13,16 @@ def _entries():
     for cat, n in (("cabinet", 20), ("door", 10), ("cloth", 6)):
         for i in range(n):
             for pose in range(2):  # two sequences per instance
-                out.append({"path": f"articulated/{cat}/{i:03d}_{pose}.npz", "category": cat, "kind": "articulated",
-                            "n_frames": 8, "n_vertices": 100, "instance": f"{cat}-{i}"})
+                out.append(
+                    {
+                        "path": f"articulated/{cat}/{i:03d}_{pose}.npz",
+                        "category": cat,
+                        "kind": "articulated",
+                        "n_frames": 8,
+                        "n_vertices": 100,
+                        "instance": f"{cat}-{i}",
+                    }
+                )
     return out
 
 
@@ -31,8 +39,9 @@ def test_bad_manifest(tmp_path):
     with pytest.raises(ConfigError, match="missing"):
         write_manifest([{"path": "a.npz"}], tmp_path / "m.jsonl")
     assert not (tmp_path / "m.jsonl").exists()
-    (tmp_path / "m.jsonl").write_text('{"path": "a.npz", "category": "c", "kind": "cloth", "n_frames": 1, '
-                                      '"n_vertices": 3}\n{not json\n')
+    (tmp_path / "m.jsonl").write_text(
+        '{"path": "a.npz", "category": "c", "kind": "cloth", "n_frames": 1, "n_vertices": 3}\n{not json\n'
+    )
     with pytest.raises(InputFileError, match=r"m\.jsonl: line 2 is not valid JSON"):
         read_manifest(tmp_path / "m.jsonl")
 
@@ -48,7 +57,9 @@ def test_splits_hold_out_categories_and_whole_instances():
         for e in out:  # both sequences of an instance land on the same side
             if e["category"] == cat:
                 assert (e["split"] == "test") == (e["instance"] in test_inst)
-    again = assign_splits(list(reversed(entries)), holdout_categories=("cloth",), instance_fraction=0.2, seed=7)
+    again = assign_splits(
+        list(reversed(entries)), holdout_categories=("cloth",), instance_fraction=0.2, seed=7
+    )
     assert {e["path"]: e["split"] for e in again} == {e["path"]: e["split"] for e in out}
     other = assign_splits(entries, holdout_categories=("cloth",), instance_fraction=0.2, seed=8)
     assert {e["path"]: e["split"] for e in other} != {e["path"]: e["split"] for e in out}
@@ -62,8 +73,14 @@ def test_split_edge_cases(tiny_sequence, tmp_path):
     with pytest.raises(ConfigError):
         assign_splits(one, instance_fraction=1.0)
     e = entry_for(tiny_sequence, tmp_path / "elastic" / "box" / "0.npz", root=tmp_path)
-    assert e == {"path": "elastic/box/0.npz", "category": "box", "kind": "elastic", "n_frames": 4,
-                 "n_vertices": 8, "split": "train"}
+    assert e == {
+        "path": "elastic/box/0.npz",
+        "category": "box",
+        "kind": "elastic",
+        "n_frames": 4,
+        "n_vertices": 8,
+        "split": "train",
+    }
 
 
 def test_scan_dataset(tiny_sequence, tmp_path):
@@ -73,10 +90,24 @@ def test_scan_dataset(tiny_sequence, tmp_path):
     tiny_sequence.save(tmp_path / "elastic" / "crate" / "a.npz")
     entries = scan_dataset(tmp_path)
     assert entries == [
-        {"path": "elastic/box/b.npz", "category": "box", "kind": "elastic", "n_frames": 4, "n_vertices": 8,
-         "split": "train", "instance": "box/box7"},
-        {"path": "elastic/crate/a.npz", "category": "crate", "kind": "elastic", "n_frames": 4, "n_vertices": 8,
-         "split": "train", "instance": "crate/box7"},
+        {
+            "path": "elastic/box/b.npz",
+            "category": "box",
+            "kind": "elastic",
+            "n_frames": 4,
+            "n_vertices": 8,
+            "split": "train",
+            "instance": "box/box7",
+        },
+        {
+            "path": "elastic/crate/a.npz",
+            "category": "crate",
+            "kind": "elastic",
+            "n_frames": 4,
+            "n_vertices": 8,
+            "split": "train",
+            "instance": "crate/box7",
+        },
     ]
     (tmp_path / "broken.npz").write_bytes(b"junk")
     with pytest.raises(InputFileError, match="broken.npz"):

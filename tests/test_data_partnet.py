@@ -11,7 +11,7 @@ import pytest
 from data_fixtures import BODY, DOOR, DRAWER, LID, URDF, make_partnet_folder
 from kinemesh.data.articulated import ArticulatedObject, Joint, Part
 from kinemesh.data.partnet import Y_UP_TO_Z_UP, load_articulated, write_partnet_folder
-from kinemesh.errors import InputFileError, KinemeshError, UnsafePathError
+from kinemesh.errors import InputFileError, UnsafePathError
 
 HALF_PI = np.pi / 2
 
@@ -39,11 +39,20 @@ def test_loads_structure_labels_and_meta(tiny_partnet):
     assert obj.root == "link_3"  # the geometry-less 'base' and its fixed joint are dropped
     assert sorted(p.name for p in obj.parts) == ["link_0", "link_1", "link_2", "link_2_helper", "link_3"]
     labels = {p.name: p.label for p in obj.parts}
-    assert labels == {"link_0": "rotation_door", "link_1": "drawer", "link_2": "lid", "link_2_helper": "",
-                      "link_3": "furniture_body"}
+    assert labels == {
+        "link_0": "rotation_door",
+        "link_1": "drawer",
+        "link_2": "lid",
+        "link_2_helper": "",
+        "link_3": "furniture_body",
+    }
     types = {j.name: j.type for j in obj.joints}
-    assert types == {"door_hinge": "revolute", "drawer_slide": "prismatic", "lid_spin": "continuous",
-                     "lid_lift": "prismatic"}
+    assert types == {
+        "door_hinge": "revolute",
+        "drawer_slide": "prismatic",
+        "lid_spin": "continuous",
+        "lid_lift": "prismatic",
+    }
     assert len(obj.part("link_2_helper").vertices) == 0
     # The json agrees with the URDF (the drawer uses the flipped-axis convention): no warnings.
     assert "load_warnings" not in obj.meta or not any("mobility_v2" in w for w in obj.meta["load_warnings"])
@@ -126,8 +135,9 @@ def test_junk_in_mobility_json_warns(tmp_path, caplog):
 
 
 def test_junk_numbers_warn_and_fall_back(tmp_path, caplog):
-    urdf = URDF.replace('<origin xyz="0.5 0.5 0.5"/>', '<origin xyz="0.5 0.5 oops"/>') \
-               .replace('<limit lower="0.0" upper="1.5707963267948966"/>', '<limit lower="abc" upper="nan"/>')
+    urdf = URDF.replace('<origin xyz="0.5 0.5 0.5"/>', '<origin xyz="0.5 0.5 oops"/>').replace(
+        '<limit lower="0.0" upper="1.5707963267948966"/>', '<limit lower="abc" upper="nan"/>'
+    )
     folder = make_partnet_folder(tmp_path / "junk", urdf)
     with caplog.at_level(logging.WARNING):
         obj = load_articulated(folder)
@@ -145,11 +155,16 @@ def test_junk_numbers_warn_and_fall_back(tmp_path, caplog):
     [
         ('filename="textured_objs/lid.obj"', 'filename="../outside.obj"', UnsafePathError, "escapes"),
         ('filename="textured_objs/lid.obj"', 'filename="/etc/hostname"', UnsafePathError, "absolute"),
-        ('filename="textured_objs/lid.obj"', 'filename="textured_objs/none.obj"', InputFileError, "not found"),
+        (
+            'filename="textured_objs/lid.obj"',
+            'filename="textured_objs/none.obj"',
+            InputFileError,
+            "not found",
+        ),
         ('type="continuous"', 'type="ball"', InputFileError, "unknown type 'ball'"),
         ('type="continuous"', 'type="floating"', InputFileError, "does not support"),
         ('<parent link="link_2_helper"/>', '<parent link="nowhere"/>', InputFileError, "unknown link"),
-        ('</robot>', '<oops></robot', InputFileError, "not valid XML"),
+        ("</robot>", "<oops></robot", InputFileError, "not valid XML"),
     ],
 )
 def test_bad_urdf(tmp_path, old, new, error, needle):
@@ -176,7 +191,8 @@ def test_corrupt_part_mesh_names_the_mesh(tmp_path):
 def test_generic_urdf_is_z_up_with_primitives(tmp_path):
     (tmp_path / "arm.urdf").write_text("""<robot name="arm">
       <link name="world"/>
-      <link name="upper"><visual><origin xyz="0 0 0.5"/><geometry><box size="0.1 0.1 1"/></geometry></visual></link>
+      <link name="upper"><visual><origin xyz="0 0 0.5"/>
+        <geometry><box size="0.1 0.1 1"/></geometry></visual></link>
       <link name="lower"><visual><geometry><cylinder radius="0.05" length="0.4"/></geometry></visual></link>
       <joint name="fix" type="fixed"><parent link="world"/><child link="upper"/></joint>
       <joint name="elbow" type="revolute"><origin xyz="0 0 1" rpy="1.5707963267948966 0 0"/>
@@ -207,8 +223,16 @@ def _assert_same_object(a: ArticulatedObject, b: ArticulatedObject):
             assert jb[n].limits is None
         else:
             np.testing.assert_allclose(jb[n].limits, ja[n].limits, atol=1e-12)
-    cfg = {"door_hinge": 0.7, "drawer_slide": -0.2, "lid_lift": 0.05, "lid_spin": 2.0, "hinge": 0.3,
-           "slide": 0.1, "spin": -1.0, "lift": 0.02}
+    cfg = {
+        "door_hinge": 0.7,
+        "drawer_slide": -0.2,
+        "lid_lift": 0.05,
+        "lid_spin": 2.0,
+        "hinge": 0.3,
+        "slide": 0.1,
+        "spin": -1.0,
+        "lift": 0.02,
+    }
     np.testing.assert_allclose(b.merged(cfg)[0], a.merged(cfg)[0], atol=1e-12)
 
 
@@ -235,12 +259,19 @@ def test_write_partnet_folder_round_trip_of_synthetic_object(tmp_path):
     top_v, top_f = mesh([0, 0, 1.1], [0.3, 0.3, 0.2])
     tilt = np.array([0.3, -0.2, 0.9])
     obj = ArticulatedObject(
-        parts=[Part("body", body_v, body_f, "body"), Part("door", door_v, door_f, "door"),
-               Part("helper", np.zeros((0, 3)), np.zeros((0, 3)), ""), Part("cap", top_v, top_f, "cap lid")],
-        joints=[Joint("hinge", "revolute", "body", "door", tilt, [0.5, -0.32, 0.0], (-0.5, 2.0)),
-                Joint("lift", "prismatic", "body", "helper", [0, 0, 1], [0, 0, 1.0], (0.0, 0.05)),
-                Joint("spin", "continuous", "helper", "cap", [0, 0, 1], [0, 0, 1.0])],
-        category="Cabinet", name="synthetic one",
+        parts=[
+            Part("body", body_v, body_f, "body"),
+            Part("door", door_v, door_f, "door"),
+            Part("helper", np.zeros((0, 3)), np.zeros((0, 3)), ""),
+            Part("cap", top_v, top_f, "cap lid"),
+        ],
+        joints=[
+            Joint("hinge", "revolute", "body", "door", tilt, [0.5, -0.32, 0.0], (-0.5, 2.0)),
+            Joint("lift", "prismatic", "body", "helper", [0, 0, 1], [0, 0, 1.0], (0.0, 0.05)),
+            Joint("spin", "continuous", "helper", "cap", [0, 0, 1], [0, 0, 1.0]),
+        ],
+        category="Cabinet",
+        name="synthetic one",
     )
     out = write_partnet_folder(obj, tmp_path / "synthetic")
     back = load_articulated(out)
@@ -344,8 +375,13 @@ def _yourdfpy_agreement(urdf_path, obj, cfg) -> tuple[float, float]:
     and the largest motion yourdfpy applied (so the comparison cannot pass vacuously)."""
     import yourdfpy
 
-    u = yourdfpy.URDF.load(str(urdf_path), build_scene_graph=True, load_meshes=False,
-                           build_collision_scene_graph=False, load_collision_meshes=False)
+    u = yourdfpy.URDF.load(
+        str(urdf_path),
+        build_scene_graph=True,
+        load_meshes=False,
+        build_collision_scene_graph=False,
+        load_collision_meshes=False,
+    )
     T0 = {link: u.get_transform(frame_to=link, frame_from=u.base_link) for link in u.link_map}
     u.update_cfg(cfg)
     T1 = {link: u.get_transform(frame_to=link, frame_from=u.base_link) for link in u.link_map}

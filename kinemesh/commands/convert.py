@@ -8,26 +8,45 @@ FORMATS = ("auto", "npz", "glb", "obj", "obj-seq", "anime", "partnet")
 def register(sub) -> None:
     p = sub.add_parser(
         "convert",
-        help="convert any loadable input to .npz, animated .glb, OBJ frames, a rest .obj, .anime or PartNet folder",
-        description="Read IN (mesh, .npz, .anime, folder of frames, URDF or PartNet-Mobility folder) and write "
-                    "OUT. The format follows OUT's suffix: .npz (KinematicSequence), .glb (animated, morph "
-                    "targets), .obj (the rest mesh), .anime; a path without suffix becomes a folder of OBJ "
-                    "frames. Articulated inputs are sampled at --frames joint configurations (frame 0 = rest).",
+        help="convert any loadable input to .npz, animated .glb, OBJ frames, a rest .obj, .anime or a "
+        "PartNet folder",
+        description="Read IN (mesh, .npz, .anime, folder of frames, URDF or PartNet-Mobility folder) and "
+        "write OUT. The format follows OUT's suffix: .npz (KinematicSequence), .glb (animated, morph "
+        "targets), .obj (the rest mesh), .anime; a path without suffix becomes a folder of OBJ "
+        "frames. Articulated inputs are sampled at --frames joint configurations (frame 0 = rest).",
     )
     p.add_argument("input", help="input file or folder")
     p.add_argument("output", help="output file or folder")
-    p.add_argument("--format", choices=FORMATS, default="auto",
-                   help="output format (default: from OUT's suffix; 'partnet' writes a PartNet-Mobility-style "
-                        "folder from an articulated input)")
-    p.add_argument("--frames", type=int, default=16, help="joint configurations sampled for articulated inputs")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="auto",
+        help="output format (default: from OUT's suffix; 'partnet' writes a PartNet-Mobility-style "
+        "folder from an articulated input)",
+    )
+    p.add_argument(
+        "--frames", type=int, default=16, help="joint configurations sampled for articulated inputs"
+    )
     p.add_argument("--seed", type=int, default=0, help="random seed of the joint-configuration sampling")
-    p.add_argument("--motion", choices=("random", "sweep"), default="random",
-                   help="random configurations within limits, or all joints swept from lower to upper limit")
+    p.add_argument(
+        "--motion",
+        choices=("random", "sweep"),
+        default="random",
+        help="random configurations within limits, or all joints swept from lower to upper limit",
+    )
     p.add_argument("--fps", type=float, default=30.0, help="frame rate for inputs without timing (frames/s)")
-    p.add_argument("--max-vertices", type=int, default=50000,
-                   help="vertex budget; larger meshes are decimated with a warning (0 = never)")
-    p.add_argument("--kind", default="mixed", choices=("articulated", "elastic", "cloth", "mixed"),
-                   help="meta.kind for inputs that do not say (mesh folders, .anime, single meshes)")
+    p.add_argument(
+        "--max-vertices",
+        type=int,
+        default=50000,
+        help="vertex budget; larger meshes are decimated with a warning (0 = never)",
+    )
+    p.add_argument(
+        "--kind",
+        default="mixed",
+        choices=("articulated", "elastic", "cloth", "mixed"),
+        help="meta.kind for inputs that do not say (mesh folders, .anime, single meshes)",
+    )
     p.add_argument("--category", default=None, help="override meta.category")
     p.add_argument("--force", action="store_true", help="overwrite an existing output")
     p.set_defaults(func=run)
@@ -44,8 +63,10 @@ def output_format(path, fmt: str = "auto") -> str:
     s = Path(path).suffix.lower()
     table = {".npz": "npz", ".glb": "glb", ".obj": "obj", ".anime": "anime", "": "obj-seq"}
     if s not in table:
-        raise ConfigError(f"cannot tell the output format from '{path}'; use .npz, .glb, .obj, .anime, a folder "
-                          f"name without suffix, or --format")
+        raise ConfigError(
+            f"cannot tell the output format from '{path}'; use .npz, .glb, .obj, .anime, a folder "
+            f"name without suffix, or --format"
+        )
     return table[s]
 
 
@@ -73,8 +94,16 @@ def run(args) -> int:
         write_partnet_folder(obj, dst)
         print(f"wrote {dst} ({len(obj.parts)} parts, {len(obj.movable_joints)} movable joints)")
         return 0
-    seq = loaders.load_sequence(src, n_frames=args.frames, seed=args.seed, motion=args.motion, fps=args.fps,
-                                max_vertices=budget, kind=args.kind, category=args.category)
+    seq = loaders.load_sequence(
+        src,
+        n_frames=args.frames,
+        seed=args.seed,
+        motion=args.motion,
+        fps=args.fps,
+        max_vertices=budget,
+        kind=args.kind,
+        category=args.category,
+    )
     if args.category:
         seq.meta["category"] = args.category
     if fmt == "npz":

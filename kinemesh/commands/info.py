@@ -8,12 +8,16 @@ def register(sub) -> None:
         "info",
         help="summarize a mesh, .npz sequence, .anime, URDF, PartNet-Mobility folder or manifest",
         description="Print a summary of a mesh (OBJ/PLY/STL/GLB/OFF), a KinematicSequence .npz, a "
-                    "DeformingThings4D .anime file, a folder of mesh frames, a URDF or PartNet-Mobility "
-                    "folder (parts and joints in the kinemesh Z-up frame) or a dataset manifest (.jsonl).",
+        "DeformingThings4D .anime file, a folder of mesh frames, a URDF or PartNet-Mobility "
+        "folder (parts and joints in the kinemesh Z-up frame) or a dataset manifest (.jsonl).",
     )
     p.add_argument("path", help="file or folder to describe")
-    p.add_argument("--max-vertices", type=int, default=50000,
-                   help="vertex budget; larger meshes are decimated with a warning (0 = never)")
+    p.add_argument(
+        "--max-vertices",
+        type=int,
+        default=50000,
+        help="vertex budget; larger meshes are decimated with a warning (0 = never)",
+    )
     p.set_defaults(func=run)
 
 
@@ -39,10 +43,14 @@ def run(args) -> int:
         mesh = loaders.load_mesh(path, max_vertices=budget)
         lo, hi = mesh.bounds
         print(f"mesh {path.name}: {len(mesh.vertices)} vertices, {len(mesh.faces)} faces")
-        print(f"  bounds [{lo[0]:.3f} {lo[1]:.3f} {lo[2]:.3f}] .. [{hi[0]:.3f} {hi[1]:.3f} {hi[2]:.3f}], "
-              f"extent {np.round(hi - lo, 3).tolist()}")
-        print(f"  watertight {mesh.is_watertight}, connected components {_components(mesh)}, "
-              f"area {mesh.area:.4f}")
+        print(
+            f"  bounds [{lo[0]:.3f} {lo[1]:.3f} {lo[2]:.3f}] .. [{hi[0]:.3f} {hi[1]:.3f} {hi[2]:.3f}], "
+            f"extent {np.round(hi - lo, 3).tolist()}"
+        )
+        print(
+            f"  watertight {mesh.is_watertight}, connected components {_components(mesh)}, "
+            f"area {mesh.area:.4f}"
+        )
         return 0
     if what in ("urdf", "partnet"):
         from kinemesh.data.partnet import load_articulated
@@ -77,25 +85,35 @@ def articulated_summary(obj) -> str:
     """Lines describing the parts and joints of an ArticulatedObject."""
     import numpy as np
 
-    lines = [f"articulated object {obj.name}: category {obj.category}, source {obj.meta.get('source')}, "
-             f"{len(obj.parts)} parts, {len(obj.joints)} joints ({len(obj.movable_joints)} movable)"]
+    lines = [
+        f"articulated object {obj.name}: category {obj.category}, source {obj.meta.get('source')}, "
+        f"{len(obj.parts)} parts, {len(obj.joints)} joints ({len(obj.movable_joints)} movable)"
+    ]
     v, f, _ = obj.merged()
     lo, hi = v.min(0), v.max(0)
-    lines.append(f"  {len(v)} vertices, {len(f)} faces, bounds [{lo[0]:.3f} {lo[1]:.3f} {lo[2]:.3f}] .. "
-                 f"[{hi[0]:.3f} {hi[1]:.3f} {hi[2]:.3f}] m (Z up)")
+    lines.append(
+        f"  {len(v)} vertices, {len(f)} faces, bounds [{lo[0]:.3f} {lo[1]:.3f} {lo[2]:.3f}] .. "
+        f"[{hi[0]:.3f} {hi[1]:.3f} {hi[2]:.3f}] m (Z up)"
+    )
     for p in obj.parts:
-        lines.append(f"  part {p.name}: label {p.label or '-'}, {len(p.vertices)} vertices"
-                     + (" (no geometry)" if len(p.vertices) == 0 else ""))
+        lines.append(
+            f"  part {p.name}: label {p.label or '-'}, {len(p.vertices)} vertices"
+            + (" (no geometry)" if len(p.vertices) == 0 else "")
+        )
     for j in obj.joints:
         if j.limits is None:
             lim = "none"
         elif j.type == "revolute":
-            lim = f"[{j.limits[0]:.4f}, {j.limits[1]:.4f}] rad ([{np.degrees(j.limits[0]):.1f}, " \
-                  f"{np.degrees(j.limits[1]):.1f}] deg)"
+            lim = (
+                f"[{j.limits[0]:.4f}, {j.limits[1]:.4f}] rad ([{np.degrees(j.limits[0]):.1f}, "
+                f"{np.degrees(j.limits[1]):.1f}] deg)"
+            )
         else:
             lim = f"[{j.limits[0]:.4f}, {j.limits[1]:.4f}] m"
-        lines.append(f"  joint {j.name}: {j.type} {j.parent} -> {j.child}, axis {np.round(j.axis, 4).tolist()}, "
-                     f"origin {np.round(j.origin, 4).tolist()}, limits {lim}")
+        lines.append(
+            f"  joint {j.name}: {j.type} {j.parent} -> {j.child}, axis {np.round(j.axis, 4).tolist()}, "
+            f"origin {np.round(j.origin, 4).tolist()}, limits {lim}"
+        )
     for w in obj.meta.get("load_warnings", []):
         lines.append(f"  note: {w}")
     return "\n".join(lines)
@@ -110,8 +128,10 @@ def _manifest_summary(path) -> str:
     splits = Counter(e["split"] for e in entries)
     cats = Counter(e["category"] for e in entries)
     kinds = Counter(e["kind"] for e in entries)
-    lines = [f"manifest {path.name}: {len(entries)} sequences",
-             "  splits " + ", ".join(f"{k} {v}" for k, v in sorted(splits.items())),
-             "  kinds " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())),
-             "  categories " + ", ".join(f"{k} {v}" for k, v in sorted(cats.items()))]
+    lines = [
+        f"manifest {path.name}: {len(entries)} sequences",
+        "  splits " + ", ".join(f"{k} {v}" for k, v in sorted(splits.items())),
+        "  kinds " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())),
+        "  categories " + ", ".join(f"{k} {v}" for k, v in sorted(cats.items())),
+    ]
     return "\n".join(lines)

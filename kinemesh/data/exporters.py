@@ -18,10 +18,18 @@ from kinemesh.data.sequence import KinematicSequence
 # kinemesh (Z up) -> glTF (Y up): (x, y, z) -> (x, z, -y), a -90 deg rotation about X.
 Z_UP_TO_GLTF = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
 
-_PALETTE = np.array([
-    [0.90, 0.60, 0.20], [0.25, 0.55, 0.85], [0.40, 0.75, 0.35], [0.85, 0.35, 0.40], [0.60, 0.45, 0.80],
-    [0.95, 0.85, 0.30], [0.30, 0.75, 0.75], [0.70, 0.70, 0.70],
-])
+_PALETTE = np.array(
+    [
+        [0.90, 0.60, 0.20],
+        [0.25, 0.55, 0.85],
+        [0.40, 0.75, 0.35],
+        [0.85, 0.35, 0.40],
+        [0.60, 0.45, 0.80],
+        [0.95, 0.85, 0.30],
+        [0.30, 0.75, 0.75],
+        [0.70, 0.70, 0.70],
+    ]
+)
 
 # glTF constants
 _FLOAT, _UINT, _UBYTE = 5126, 5125, 5121
@@ -44,8 +52,9 @@ def export_obj_sequence(seq: KinematicSequence, folder: str | os.PathLike, prefi
     with atomic_dir(folder) as tmp:
         for t in range(seq.n_frames):
             v = "\n".join("v %.9g %.9g %.9g" % tuple(p) for p in seq.frames[t].astype(np.float64))
-            (tmp / f"{prefix}_{t:04d}.obj").write_text(f"# kinemesh frame {t} t={float(seq.times[t]):.6f}s\n"
-                                                       f"{v}\n{faces}\n", encoding="utf-8")
+            (tmp / f"{prefix}_{t:04d}.obj").write_text(
+                f"# kinemesh frame {t} t={float(seq.times[t]):.6f}s\n{v}\n{faces}\n", encoding="utf-8"
+            )
         sidecar = {"times": seq.times.tolist(), "meta": seq.meta}
         (tmp / "sequence.json").write_text(json.dumps(sidecar, default=_json_default), encoding="utf-8")
     return Path(folder)
@@ -90,8 +99,14 @@ def glb_document(seq: KinematicSequence, y_up: bool = True) -> tuple[dict, bytes
     views: list[dict] = []
     accessors: list[dict] = []
 
-    def add(array: np.ndarray, comp: int, typ: str, target: int | None = None, minmax: bool = False,
-            normalized: bool = False) -> int:
+    def add(
+        array: np.ndarray,
+        comp: int,
+        typ: str,
+        target: int | None = None,
+        minmax: bool = False,
+        normalized: bool = False,
+    ) -> int:
         data = np.ascontiguousarray(array).tobytes()
         while len(blob) % 4:
             blob.append(0)
@@ -116,9 +131,12 @@ def glb_document(seq: KinematicSequence, y_up: bool = True) -> tuple[dict, bytes
     if seq.part_ids is not None:
         colours = _PALETTE[np.asarray(seq.part_ids) % len(_PALETTE)]
         rgba = np.concatenate([colours, np.ones((len(colours), 1))], axis=1)
-        attributes["COLOR_0"] = add((rgba * 255).round().astype(np.uint8), _UBYTE, "VEC4", _ARRAY_BUFFER,
-                                    normalized=True)
-    targets = [{"POSITION": add(frames[t] - rest, _FLOAT, "VEC3", _ARRAY_BUFFER, minmax=True)} for t in range(T)]
+        attributes["COLOR_0"] = add(
+            (rgba * 255).round().astype(np.uint8), _UBYTE, "VEC4", _ARRAY_BUFFER, normalized=True
+        )
+    targets = [
+        {"POSITION": add(frames[t] - rest, _FLOAT, "VEC3", _ARRAY_BUFFER, minmax=True)} for t in range(T)
+    ]
     times = (seq.times - seq.times[0]).astype(np.float32)
     if T > 1 and not np.all(np.diff(times) > 0):  # glTF needs strictly increasing keyframes
         times = np.arange(T, dtype=np.float32) / 30.0
@@ -130,25 +148,40 @@ def glb_document(seq: KinematicSequence, y_up: bool = True) -> tuple[dict, bytes
         "scene": 0,
         "scenes": [{"nodes": [0]}],
         "nodes": [{"mesh": 0, "name": str(seq.meta.get("name", seq.category))}],
-        "materials": [{"pbrMetallicRoughness": {"baseColorFactor": [1, 1, 1, 1], "metallicFactor": 0.0,
-                                                "roughnessFactor": 0.8}, "doubleSided": True}],
-        "meshes": [{
-            "name": str(seq.category),
-            "primitives": [{"attributes": attributes, "indices": idx, "mode": 4, "material": 0,
-                            "targets": targets}],
-            "weights": [1.0] + [0.0] * (T - 1),
-            "extras": {"targetNames": names},  # Blender and three.js read morph names from here
-        }],
-        "animations": [{
-            "name": "sequence",
-            "channels": [{"sampler": 0, "target": {"node": 0, "path": "weights"}}],
-            "samplers": [{"input": t_in, "output": t_out, "interpolation": "LINEAR"}],
-        }],
+        "materials": [
+            {
+                "pbrMetallicRoughness": {
+                    "baseColorFactor": [1, 1, 1, 1],
+                    "metallicFactor": 0.0,
+                    "roughnessFactor": 0.8,
+                },
+                "doubleSided": True,
+            }
+        ],
+        "meshes": [
+            {
+                "name": str(seq.category),
+                "primitives": [
+                    {"attributes": attributes, "indices": idx, "mode": 4, "material": 0, "targets": targets}
+                ],
+                "weights": [1.0] + [0.0] * (T - 1),
+                "extras": {"targetNames": names},  # Blender and three.js read morph names from here
+            }
+        ],
+        "animations": [
+            {
+                "name": "sequence",
+                "channels": [{"sampler": 0, "target": {"node": 0, "path": "weights"}}],
+                "samplers": [{"input": t_in, "output": t_out, "interpolation": "LINEAR"}],
+            }
+        ],
         "accessors": accessors,
         "bufferViews": views,
         "buffers": [{"byteLength": len(blob)}],
-        "extras": {"kinemesh_meta": json.loads(json.dumps(seq.meta, default=_json_default)),
-                   "up": "y" if y_up else "z"},
+        "extras": {
+            "kinemesh_meta": json.loads(json.dumps(seq.meta, default=_json_default)),
+            "up": "y" if y_up else "z",
+        },
     }
     return doc, bytes(blob)
 
@@ -184,14 +217,16 @@ def read_glb(path: str | os.PathLike) -> tuple[dict, bytes]:
         raise InputFileError(path, "truncated GLB")
     magic, version, length = struct.unpack_from("<4sII", data, 0)
     if magic != b"glTF" or version != 2 or length != len(data):
-        raise InputFileError(path, f"not a glTF 2.0 binary (magic {magic!r}, version {version}, length {length})")
+        raise InputFileError(
+            path, f"not a glTF 2.0 binary (magic {magic!r}, version {version}, length {length})"
+        )
     jlen, jtype = struct.unpack_from("<I4s", data, 12)
-    doc = json.loads(data[20:20 + jlen])
+    doc = json.loads(data[20 : 20 + jlen])
     off = 20 + jlen
     blob = b""
     if off < len(data):
         blen, btype = struct.unpack_from("<I4s", data, off)
-        blob = data[off + 8:off + 8 + blen]
+        blob = data[off + 8 : off + 8 + blen]
     return doc, blob
 
 
@@ -201,8 +236,12 @@ def accessor_array(doc: dict, blob: bytes, index: int) -> np.ndarray:
     view = doc["bufferViews"][acc["bufferView"]]
     dtype = {_FLOAT: "<f4", _UINT: "<u4", _UBYTE: "u1"}[acc["componentType"]]
     width = {"SCALAR": 1, "VEC3": 3, "VEC4": 4}[acc["type"]]
-    arr = np.frombuffer(blob, dtype=dtype, count=acc["count"] * width,
-                        offset=view.get("byteOffset", 0) + acc.get("byteOffset", 0))
+    arr = np.frombuffer(
+        blob,
+        dtype=dtype,
+        count=acc["count"] * width,
+        offset=view.get("byteOffset", 0) + acc.get("byteOffset", 0),
+    )
     return arr.reshape(acc["count"], width) if width > 1 else arr
 
 

@@ -38,9 +38,10 @@ def load_mesh(path: str | os.PathLike, max_vertices: int | None = DEFAULT_MAX_VE
     """Load one triangle mesh (OBJ, PLY, STL, GLB/glTF, OFF) as a ``trimesh.Trimesh``.
 
     Scenes are flattened with their node transforms; glTF/GLB (Y up by specification) is turned to
-    kinemesh's Z up, so a GLB written by :func:`~kinemesh.data.exporters.export_glb` reads back in place; OBJ materials and textures are ignored (geometry
-    only). With ``process`` duplicate vertices are merged (trimesh's default); without it the file's vertex
-    order is kept exactly (needed for frame sequences). A mesh with more than ``max_vertices`` vertices is
+    kinemesh's Z up, so a GLB written by :func:`~kinemesh.data.exporters.export_glb` reads back in place;
+    OBJ materials and textures are ignored (geometry only). With ``process`` duplicate vertices are merged
+    (trimesh's default); without it the file's vertex order is kept exactly (needed for frame sequences).
+    A mesh with more than ``max_vertices`` vertices is
     decimated (quadric error) to the budget with a logged warning; ``None`` or 0 disables this.
 
     Returns
@@ -60,7 +61,9 @@ def load_mesh(path: str | os.PathLike, max_vertices: int | None = DEFAULT_MAX_VE
         raise InputFileError(path, "is a folder, expected a mesh file")
     suffix = path.suffix.lower()
     if suffix not in MESH_SUFFIXES:
-        raise InputFileError(path, f"unsupported mesh format '{suffix}' (supported: {', '.join(MESH_SUFFIXES)})")
+        raise InputFileError(
+            path, f"unsupported mesh format '{suffix}' (supported: {', '.join(MESH_SUFFIXES)})"
+        )
     if path.stat().st_size == 0:
         raise InputFileError(path, "file is empty")
     try:
@@ -109,18 +112,24 @@ def read_obj_geometry(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
                 try:
                     verts.append([float(parts[1]), float(parts[2]), float(parts[3])])
                 except (ValueError, IndexError):
-                    raise InputFileError(path, f"line {n}: cannot read a vertex from {line.strip()[:60]!r}") from None
+                    raise InputFileError(
+                        path, f"line {n}: cannot read a vertex from {line.strip()[:60]!r}"
+                    ) from None
             elif line.startswith("f "):
                 try:
                     idx = [int(t.split("/", 1)[0]) for t in line.split()[1:]]
                 except ValueError:
-                    raise InputFileError(path, f"line {n}: cannot read a face from {line.strip()[:60]!r}") from None
+                    raise InputFileError(
+                        path, f"line {n}: cannot read a face from {line.strip()[:60]!r}"
+                    ) from None
                 if len(idx) < 3:
                     raise InputFileError(path, f"line {n}: a face needs at least 3 vertices")
                 nv = len(verts)
                 idx = [i - 1 if i > 0 else nv + i for i in idx]
                 if min(idx) < 0 or max(idx) >= nv:
-                    raise InputFileError(path, f"line {n}: face index out of range (only {nv} vertices so far)")
+                    raise InputFileError(
+                        path, f"line {n}: face index out of range (only {nv} vertices so far)"
+                    )
                 for k in range(1, len(idx) - 1):
                     faces.append((idx[0], idx[k], idx[k + 1]))
     v = np.asarray(verts, dtype=np.float64).reshape(-1, 3)
@@ -148,8 +157,14 @@ def decimate(mesh, max_vertices: int, name: str = "mesh"):
 
         raise MissingDependencyError("fast-simplification", "decimating large meshes") from exc
     out = trimesh.Trimesh(np.asarray(out.vertices), np.asarray(out.faces), process=True)
-    log.warning("%s: %d vertices exceed the budget of %d; decimated to %d vertices / %d faces",
-                name, n0, max_vertices, len(out.vertices), len(out.faces))
+    log.warning(
+        "%s: %d vertices exceed the budget of %d; decimated to %d vertices / %d faces",
+        name,
+        n0,
+        max_vertices,
+        len(out.vertices),
+        len(out.faces),
+    )
     return out
 
 
@@ -157,7 +172,10 @@ def mesh_to_sequence(mesh, source: str = "mesh", category: str = "unknown") -> K
     """A one-frame KinematicSequence of a static mesh (kind ``mixed``)."""
     v = np.asarray(mesh.vertices, dtype=np.float32)
     return KinematicSequence(
-        rest_vertices=v, faces=np.asarray(mesh.faces), frames=v[None], times=np.zeros(1),
+        rest_vertices=v,
+        faces=np.asarray(mesh.faces),
+        frames=v[None],
+        times=np.zeros(1),
         meta={"category": category, "kind": "mixed", "source": source, "units": "m", "up": "z"},
     )
 
@@ -172,8 +190,10 @@ def load_mesh_folder(
     keep a shared topology). Raises InputFileError naming the first frame whose topology differs.
     """
     folder = Path(folder)
-    files = sorted((p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in FRAME_SUFFIXES),
-                   key=lambda p: natural_key(p.name))
+    files = sorted(
+        (p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in FRAME_SUFFIXES),
+        key=lambda p: natural_key(p.name),
+    )
     if not files:
         raise InputFileError(folder, f"folder holds no mesh frames ({', '.join(FRAME_SUFFIXES)})")
     first = load_mesh(files[0], max_vertices=None, process=False)
@@ -181,18 +201,26 @@ def load_mesh_folder(
     frames = [np.asarray(first.vertices)]
     for f in _progress(files[1:], desc="frames"):
         m = load_mesh(f, max_vertices=None, process=False)
-        if len(m.vertices) != len(first.vertices) or m.faces.shape != faces.shape or not np.array_equal(
-            m.faces, faces
+        if (
+            len(m.vertices) != len(first.vertices)
+            or m.faces.shape != faces.shape
+            or not np.array_equal(m.faces, faces)
         ):
             raise InputFileError(
-                f, f"topology mismatch with {files[0].name}: {len(m.vertices)} vertices / {len(m.faces)} faces "
-                   f"vs {len(first.vertices)} / {len(faces)}"
+                f,
+                f"topology mismatch with {files[0].name}: {len(m.vertices)} vertices / {len(m.faces)} faces "
+                f"vs {len(first.vertices)} / {len(faces)}",
             )
         frames.append(np.asarray(m.vertices))
     fr = np.stack(frames)
     times = np.arange(len(fr)) / fps
-    meta = {"category": category or folder.name, "kind": kind, "source": f"mesh-folder:{folder.name}",
-            "units": "m", "up": "z"}
+    meta = {
+        "category": category or folder.name,
+        "kind": kind,
+        "source": f"mesh-folder:{folder.name}",
+        "units": "m",
+        "up": "z",
+    }
     # A sidecar written by export_obj_sequence restores times and meta (ignored when inconsistent).
     sidecar = folder / "sequence.json"
     if sidecar.is_file():
@@ -212,8 +240,9 @@ def load_mesh_folder(
 
 
 # ---------------------------------------------------------------------------------------------- .anime
-def load_anime(path: str | os.PathLike, fps: float = 30.0, kind: str = "mixed",
-               category: str | None = None) -> KinematicSequence:
+def load_anime(
+    path: str | os.PathLike, fps: float = 30.0, kind: str = "mixed", category: str | None = None
+) -> KinematicSequence:
     """Read a DeformingThings4D ``.anime`` file.
 
     Layout (little endian): int32 nf, nv, nt; float32 nv*3 frame-0 vertices; int32 nt*3 triangles;
@@ -231,11 +260,16 @@ def load_anime(path: str | os.PathLike, fps: float = 30.0, kind: str = "mixed",
         raise InputFileError(path, f"truncated: {len(data)} bytes, the header alone needs 12")
     nf, nv, nt = struct.unpack("<3i", data[:12])
     if nf < 1 or nv < 1 or nt < 1:
-        raise InputFileError(path, f"bad header: frames={nf}, vertices={nv}, triangles={nt} (all must be >= 1)")
+        raise InputFileError(
+            path, f"bad header: frames={nf}, vertices={nv}, triangles={nt} (all must be >= 1)"
+        )
     expected = 12 + 4 * (nv * 3 + nt * 3 + (nf - 1) * nv * 3)
     if len(data) < expected:
-        raise InputFileError(path, f"truncated: {len(data)} bytes, expected {expected} for {nf} frames, "
-                                   f"{nv} vertices, {nt} triangles")
+        raise InputFileError(
+            path,
+            f"truncated: {len(data)} bytes, expected {expected} for {nf} frames, "
+            f"{nv} vertices, {nt} triangles",
+        )
     if len(data) > expected:
         raise InputFileError(path, f"{len(data) - expected} unexpected trailing bytes (corrupt header?)")
     off = 12
@@ -253,9 +287,17 @@ def load_anime(path: str | os.PathLike, fps: float = 30.0, kind: str = "mixed",
         bad = int(np.where(~np.isfinite(frames).all(axis=(1, 2)))[0][0])
         raise InputFileError(path, f"frame {bad} contains NaN or inf")
     seq = KinematicSequence(
-        rest_vertices=v0.copy(), faces=faces.copy(), frames=frames, times=np.arange(nf) / fps,
-        meta={"category": category or path.stem.split("_")[0], "kind": kind,
-              "source": f"deformingthings4d:{path.name}", "units": "m", "up": "z"},
+        rest_vertices=v0.copy(),
+        faces=faces.copy(),
+        frames=frames,
+        times=np.arange(nf) / fps,
+        meta={
+            "category": category or path.stem.split("_")[0],
+            "kind": kind,
+            "source": f"deformingthings4d:{path.name}",
+            "units": "m",
+            "up": "z",
+        },
     )
     return seq.validate(path)
 
@@ -285,15 +327,23 @@ def articulated_configurations(obj, n_frames: int = 16, seed: int = 0, motion: s
     return configs
 
 
-def articulated_sequence(obj, n_frames: int = 16, seed: int = 0, motion: str = "random", fps: float = 30.0,
-                         source: str | None = None) -> KinematicSequence:
+def articulated_sequence(
+    obj,
+    n_frames: int = 16,
+    seed: int = 0,
+    motion: str = "random",
+    fps: float = 30.0,
+    source: str | None = None,
+) -> KinematicSequence:
     """Sample joint configurations of ``obj`` into a KinematicSequence with ground-truth joints in meta."""
     configs = articulated_configurations(obj, n_frames, seed, motion)
     extra = {"sampling": {"motion": motion, "seed": int(seed), "n_frames": int(n_frames)}}
     for key in ("load_warnings", "source_path"):
         if key in obj.meta:
             extra[key] = obj.meta[key]
-    return obj.to_sequence(configs, fps=fps, source=source or obj.meta.get("source", "urdf"), extra_meta=extra)
+    return obj.to_sequence(
+        configs, fps=fps, source=source or obj.meta.get("source", "urdf"), extra_meta=extra
+    )
 
 
 # ---------------------------------------------------------------------------------------------- dispatch
@@ -365,10 +415,14 @@ def load_sequence(
     if what == "mesh-folder":
         return load_mesh_folder(p, fps=fps, kind=kind, category=category)
     if what == "mesh":
-        return mesh_to_sequence(load_mesh(p, max_vertices=max_vertices), source=f"mesh:{p.name}",
-                                category=category or p.stem)
-    raise InputFileError(p, f"unsupported input '{p.suffix}' (expected .npz, .anime, .urdf, a mesh "
-                            f"({', '.join(MESH_SUFFIXES)}) or a folder)")
+        return mesh_to_sequence(
+            load_mesh(p, max_vertices=max_vertices), source=f"mesh:{p.name}", category=category or p.stem
+        )
+    raise InputFileError(
+        p,
+        f"unsupported input '{p.suffix}' (expected .npz, .anime, .urdf, a mesh "
+        f"({', '.join(MESH_SUFFIXES)}) or a folder)",
+    )
 
 
 def _progress(items, desc: str):

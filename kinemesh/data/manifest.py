@@ -61,7 +61,9 @@ def read_manifest(path: str | os.PathLike) -> list[dict[str, Any]]:
             raise InputFileError(path, f"line {n} is missing {missing}")
         e.setdefault("split", "train")
         if e["split"] not in SPLITS:
-            raise InputFileError(path, f"line {n} has unknown split {e['split']!r} (expected one of {SPLITS})")
+            raise InputFileError(
+                path, f"line {n} has unknown split {e['split']!r} (expected one of {SPLITS})"
+            )
         entries.append(e)
     return entries
 
@@ -70,8 +72,14 @@ def entry_for(seq, path: str | os.PathLike, root: str | os.PathLike | None = Non
     """A manifest entry for KinematicSequence ``seq`` stored at ``path`` (made relative to ``root``)."""
     p = Path(path)
     rel = os.path.relpath(p, root) if root is not None else str(p)
-    e = {"path": Path(rel).as_posix(), "category": seq.category, "kind": seq.kind,
-         "n_frames": seq.n_frames, "n_vertices": seq.n_vertices, "split": "train"}
+    e = {
+        "path": Path(rel).as_posix(),
+        "category": seq.category,
+        "kind": seq.kind,
+        "n_frames": seq.n_frames,
+        "n_vertices": seq.n_vertices,
+        "split": "train",
+    }
     e.update(extra)
     return e
 
@@ -87,9 +95,14 @@ def scan_dataset(root: str | os.PathLike) -> list[dict[str, Any]]:
     entries = []
     for path in sorted(root.rglob("*.npz")):
         meta, shapes = _npz_meta_and_shapes(path)
-        e = {"path": path.relative_to(root).as_posix(), "category": str(meta.get("category", "unknown")),
-             "kind": str(meta.get("kind", "mixed")), "n_frames": int(shapes["frames"][0]),
-             "n_vertices": int(shapes["rest_vertices"][0]), "split": "train"}
+        e = {
+            "path": path.relative_to(root).as_posix(),
+            "category": str(meta.get("category", "unknown")),
+            "kind": str(meta.get("kind", "mixed")),
+            "n_frames": int(shapes["frames"][0]),
+            "n_vertices": int(shapes["rest_vertices"][0]),
+            "split": "train",
+        }
         inst = meta.get("instance", meta.get("name"))
         if inst is not None:
             e["instance"] = f"{e['category']}/{inst}"
@@ -114,7 +127,9 @@ def _npz_meta_and_shapes(path: Path) -> tuple[dict, dict]:
             with z.open("meta.npy") as fh:
                 meta = json.loads(str(np.lib.format.read_array(fh, allow_pickle=False)))
     except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
-        raise InputFileError(path, f"not a readable .npz sequence ({exc.__class__.__name__}: {exc})") from None
+        raise InputFileError(
+            path, f"not a readable .npz sequence ({exc.__class__.__name__}: {exc})"
+        ) from None
     if not isinstance(meta, dict) or len(shapes["frames"]) != 3 or len(shapes["rest_vertices"]) != 2:
         raise InputFileError(path, "meta or array shapes do not follow the KinematicSequence contract")
     return meta, shapes

@@ -32,7 +32,7 @@ import numpy as np
 from kinemesh.atomic import atomic_dir
 from kinemesh.data.articulated import ArticulatedObject, Joint, Part
 from kinemesh.data.loaders import DEFAULT_MAX_VERTICES, decimate, load_mesh
-from kinemesh.data.urdf import Urdf, UrdfLink, read_urdf
+from kinemesh.data.urdf import Urdf, read_urdf
 from kinemesh.errors import InputFileError, KinemeshError
 
 log = logging.getLogger(__name__)
@@ -57,8 +57,10 @@ def find_urdf(folder: str | os.PathLike, required: bool = True) -> Path | None:
         return None
     if not urdfs:
         raise InputFileError(folder, "no mobility.urdf or other .urdf file in the folder")
-    raise InputFileError(folder, f"several .urdf files ({', '.join(u.name for u in urdfs)}) and no "
-                                 f"mobility.urdf; pass the one to use")
+    raise InputFileError(
+        folder,
+        f"several .urdf files ({', '.join(u.name for u in urdfs)}) and no mobility.urdf; pass the one to use",
+    )
 
 
 def _homogeneous(R: np.ndarray) -> np.ndarray:
@@ -79,7 +81,9 @@ def _visual_mesh(vis, cache: dict) -> tuple[np.ndarray, np.ndarray]:
         key = str(vis.path)
         if key not in cache:
             m = load_mesh(vis.path, max_vertices=None, process=False)
-            cache[key] = merge_duplicate_vertices(np.asarray(m.vertices, dtype=np.float64), np.asarray(m.faces))
+            cache[key] = merge_duplicate_vertices(
+                np.asarray(m.vertices, dtype=np.float64), np.asarray(m.faces)
+            )
         v, f = cache[key]
         return v * vis.scale, f
     if vis.kind == "box":
@@ -185,8 +189,11 @@ def load_articulated(
     # Drop geometry-less roots attached by a single fixed joint (PartNet-Mobility's 'base').
     dropped: set[str] = set()
     root = urdf.root
-    while not urdf.links[root].visuals and len(children_of.get(root, [])) == 1 and \
-            children_of[root][0].type == "fixed":
+    while (
+        not urdf.links[root].visuals
+        and len(children_of.get(root, [])) == 1
+        and children_of[root][0].type == "fixed"
+    ):
         dropped.add(root)
         root = children_of[root][0].child
 
@@ -270,16 +277,30 @@ def _apply_budget(parts: list[Part], max_vertices: int | None, path: Path, warni
             continue
         budget = max(8, int(len(p.vertices) * max_vertices / total))
         if len(p.vertices) > budget:
-            m = decimate(trimesh.Trimesh(p.vertices, p.faces, process=False), budget, name=f"{path} part {p.name}")
-            p.vertices, p.faces = np.asarray(m.vertices, dtype=np.float64), np.asarray(m.faces, dtype=np.int64)
-    msg = (f"object has {total} vertices, above the budget of {max_vertices}; parts decimated to "
-           f"{sum(len(p.vertices) for p in parts)}")
+            m = decimate(
+                trimesh.Trimesh(p.vertices, p.faces, process=False), budget, name=f"{path} part {p.name}"
+            )
+            p.vertices, p.faces = (
+                np.asarray(m.vertices, dtype=np.float64),
+                np.asarray(m.faces, dtype=np.int64),
+            )
+    msg = (
+        f"object has {total} vertices, above the budget of {max_vertices}; parts decimated to "
+        f"{sum(len(p.vertices) for p in parts)}"
+    )
     warnings.append(msg)
     log.warning("%s: %s", path, msg)
 
 
-def _cross_check_mobility(entries: list, urdf: Urdf, T: dict, file_frame: np.ndarray, joints: list[Joint],
-                          path: Path, warnings: list[str]) -> None:
+def _cross_check_mobility(
+    entries: list,
+    urdf: Urdf,
+    T: dict,
+    file_frame: np.ndarray,
+    joints: list[Joint],
+    path: Path,
+    warnings: list[str],
+) -> None:
     """Compare mobility_v2.json with the URDF; fill limits the URDF lacks; warn on disagreements."""
     by_child = {j.child: j for j in urdf.joints}
     kin_by_name = {j.name: j for j in joints}
@@ -311,8 +332,10 @@ def _cross_check_mobility(entries: list, urdf: Urdf, T: dict, file_frame: np.nda
         if kind == "slider" and rotates:
             helper = by_child.get(uj.parent) if uj is not None else None
             if uj is None or uj.type != "continuous" or helper is None or helper.type != "prismatic":
-                warn(f"part {link} is a rotating slider but the URDF has no prismatic + continuous pair "
-                     f"through a helper link")
+                warn(
+                    f"part {link} is a rotating slider but the URDF has no prismatic + continuous pair "
+                    f"through a helper link"
+                )
                 continue
             uj = helper  # the translational joint carries axis and limits
         expected = {"hinge": ("revolute", "continuous"), "slider": ("prismatic",)}[kind]
@@ -346,8 +369,11 @@ def _cross_check_mobility(entries: list, urdf: Urdf, T: dict, file_frame: np.nda
             kj.limits = (float(lo), float(hi))
             warn(f"joint '{uj.name}': limits taken from mobility_v2.json ({lo:.6g}, {hi:.6g})")
         elif kj.limits is not None and (abs(kj.limits[0] - lo) > 1e-3 or abs(kj.limits[1] - hi) > 1e-3):
-            warn(f"joint '{uj.name}': URDF limits {kj.limits} differ from mobility_v2.json ({lo:.6g}, {hi:.6g}); "
-                 f"using the URDF")
+            warn(
+                f"joint '{uj.name}': URDF limits {kj.limits} differ from mobility_v2.json "
+                f"({lo:.6g}, {hi:.6g}); "
+                f"using the URDF"
+            )
 
 
 # ---------------------------------------------------------------------------------------------- writer
@@ -414,16 +440,27 @@ def write_partnet_folder(obj: ArticulatedObject, folder: str | os.PathLike) -> P
         for j in obj.joints:
             je = ET.SubElement(robot, "joint", name=j.name, type=j.type)
             ET.SubElement(je, "origin", xyz=_fmt(pos[j.child] - pos[j.parent]))
-            axis = Cinv @ j.axis if j.type != "fixed" else Cinv @ (j.axis if np.linalg.norm(j.axis) else [1, 0, 0])
+            axis = (
+                Cinv @ j.axis
+                if j.type != "fixed"
+                else Cinv @ (j.axis if np.linalg.norm(j.axis) else [1, 0, 0])
+            )
             ET.SubElement(je, "axis", xyz=_fmt(axis))
             ET.SubElement(je, "child", link=j.child)
             ET.SubElement(je, "parent", link=j.parent)
             if j.type in ("revolute", "prismatic") and j.limits is not None:
-                ET.SubElement(je, "limit", lower=repr(float(j.limits[0])), upper=repr(float(j.limits[1])),
-                              effort="30", velocity="1")
+                ET.SubElement(
+                    je,
+                    "limit",
+                    lower=repr(float(j.limits[0])),
+                    upper=repr(float(j.limits[1])),
+                    effort="30",
+                    velocity="1",
+                )
         ET.indent(robot, space="\t")
-        (tmp / "mobility.urdf").write_text('<?xml version="1.0" ?>\n' + ET.tostring(robot, encoding="unicode")
-                                           + "\n", encoding="utf-8")
+        (tmp / "mobility.urdf").write_text(
+            '<?xml version="1.0" ?>\n' + ET.tostring(robot, encoding="unicode") + "\n", encoding="utf-8"
+        )
 
         # mobility_v2.json + semantics.txt: one entry per part with geometry (helpers fold into screws).
         listed = [p for p in obj.parts if len(p.vertices)]
@@ -445,12 +482,21 @@ def write_partnet_folder(obj: ArticulatedObject, folder: str | os.PathLike) -> P
             if j is not None and j.type != "fixed":
                 screw = j.type == "continuous" and _is_screw_helper(obj, obj.part(j.parent))
                 carrier = parent_joint[j.parent] if screw else j
-                data["axis"] = {"origin": (Cinv @ carrier.origin).tolist(), "direction": (Cinv @ carrier.axis).tolist()}
+                data["axis"] = {
+                    "origin": (Cinv @ carrier.origin).tolist(),
+                    "direction": (Cinv @ carrier.axis).tolist(),
+                }
                 if screw:
                     kind = "slider"
                     lo, hi = carrier.limits if carrier.limits is not None else (0.0, 0.0)
-                    data["limit"] = {"a": lo, "b": hi, "noLimit": carrier.limits is None, "rotates": True,
-                                     "noRotationLimit": True, "rotationLimit": 0}
+                    data["limit"] = {
+                        "a": lo,
+                        "b": hi,
+                        "noLimit": carrier.limits is None,
+                        "rotates": True,
+                        "noRotationLimit": True,
+                        "rotationLimit": 0,
+                    }
                 elif j.type == "prismatic":
                     kind = "slider"
                     lo, hi = j.limits if j.limits is not None else (0.0, 0.0)
@@ -458,18 +504,36 @@ def write_partnet_folder(obj: ArticulatedObject, folder: str | os.PathLike) -> P
                 else:
                     kind = "hinge"
                     lo, hi = j.limits if j.limits is not None else (-np.pi, np.pi)
-                    data["limit"] = {"a": float(np.degrees(lo)), "b": float(np.degrees(hi)),
-                                     "noLimit": j.limits is None}
-            entries.append({"id": ids[p.name], "link": p.name, "parent": listed_ancestor(p.name), "joint": kind,
-                            "name": label or p.name, "parts": [{"id": ids[p.name], "name": label or p.name,
-                                                                "children": []}], "jointData": data})
+                    data["limit"] = {
+                        "a": float(np.degrees(lo)),
+                        "b": float(np.degrees(hi)),
+                        "noLimit": j.limits is None,
+                    }
+            entries.append(
+                {
+                    "id": ids[p.name],
+                    "link": p.name,
+                    "parent": listed_ancestor(p.name),
+                    "joint": kind,
+                    "name": label or p.name,
+                    "parts": [{"id": ids[p.name], "name": label or p.name, "children": []}],
+                    "jointData": data,
+                }
+            )
             if label:
                 sem_kind = "slider+" if (kind == "slider" and data.get("limit", {}).get("rotates")) else kind
                 sem.append(f"{p.name} {sem_kind} {label}")
         (tmp / "mobility_v2.json").write_text(json.dumps(entries, indent=1), encoding="utf-8")
         (tmp / "semantics.txt").write_text("\n".join(sem) + ("\n" if sem else ""), encoding="utf-8")
-        meta = {"model_cat": obj.category, "version": "kinemesh",
-                "kinemesh": {"name": obj.name, "units": "m", "file_up": "y",
-                             "note": "file coordinates (x, y, z) are kinemesh (x, -z, y)"}}
+        meta = {
+            "model_cat": obj.category,
+            "version": "kinemesh",
+            "kinemesh": {
+                "name": obj.name,
+                "units": "m",
+                "file_up": "y",
+                "note": "file coordinates (x, y, z) are kinemesh (x, -z, y)",
+            },
+        }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
     return folder

@@ -158,21 +158,24 @@ def resolve_asset(folder: Path, filename: str, urdf_path: Path) -> Path:
     """
     name = filename.strip()
     if name.startswith("package://"):
-        rest = name[len("package://"):]
+        rest = name[len("package://") :]
         name = rest.split("/", 1)[1] if "/" in rest else rest
     elif name.startswith("file://"):
-        name = name[len("file://"):]
+        name = name[len("file://") :]
     if not name:
         raise InputFileError(urdf_path, "a mesh element has an empty filename")
     if os.path.isabs(name) or name.startswith("\\") or (len(name) > 1 and name[1] == ":"):
-        raise UnsafePathError(urdf_path, f"mesh path '{filename}' is absolute; only paths inside "
-                                         f"{folder} are allowed")
+        raise UnsafePathError(
+            urdf_path, f"mesh path '{filename}' is absolute; only paths inside {folder} are allowed"
+        )
     root = folder.resolve()
     target = (root / name).resolve()
     try:
         target.relative_to(root)
     except ValueError:
-        raise UnsafePathError(urdf_path, f"mesh path '{filename}' escapes the asset folder {folder}") from None
+        raise UnsafePathError(
+            urdf_path, f"mesh path '{filename}' escapes the asset folder {folder}"
+        ) from None
     if not target.is_file():
         raise InputFileError(urdf_path, f"mesh file '{filename}' not found (looked for {target})")
     return target
@@ -241,11 +244,16 @@ def read_urdf(path: str | os.PathLike) -> Urdf:
         name = je.get("name") or f"joint_{len(joints)}"
         jtype = (je.get("type") or "").strip()
         if jtype in UNSUPPORTED_URDF_TYPES:
-            raise InputFileError(path, f"joint '{name}' has type '{jtype}', which kinemesh does not support "
-                                       f"(supported: {', '.join(URDF_JOINT_TYPES)})")
+            raise InputFileError(
+                path,
+                f"joint '{name}' has type '{jtype}', which kinemesh does not support "
+                f"(supported: {', '.join(URDF_JOINT_TYPES)})",
+            )
         if jtype not in URDF_JOINT_TYPES:
-            raise InputFileError(path, f"joint '{name}' has unknown type '{jtype}' "
-                                       f"(expected one of {', '.join(URDF_JOINT_TYPES)})")
+            raise InputFileError(
+                path,
+                f"joint '{name}' has unknown type '{jtype}' (expected one of {', '.join(URDF_JOINT_TYPES)})",
+            )
         pe, ce = je.find("parent"), je.find("child")
         if pe is None or ce is None or not pe.get("link") or not ce.get("link"):
             raise InputFileError(path, f"joint '{name}' needs <parent link=...> and <child link=...>")
