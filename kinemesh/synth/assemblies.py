@@ -1,0 +1,163 @@
+"""Random articulated assemblies: a random tree of primitive parts joined by physically valid joints.
+
+Beyond the named categories, diversity is what lets a kinematic model generalize (issue 3). A root box gets
+1-6 moving parts, attached one at a time to a random face of a random existing box part (so chains nest):
+
+- ``flap``: a slab lying on the face, hinged on one of its edges, swinging outward (revolute);
+- ``lever``: a capsule standing on the face, pivoting about an axis parallel to the face at the centre of
+  its rounded foot (revolute);
+- ``slider``: a block sliding along the face (prismatic);
+- ``piston``: a block pulled out along the face normal (prismatic);
+- ``knob``: a cylinder with a ridge turning about the face normal (continuous).
+
+After each addition the object is checked for interpenetration over the joint ranges
+(``validity.interpenetrations``); a part that collides is dropped and another is tried.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kinemesh.data.articulated import ArticulatedObject
+from kinemesh.synth import shapes as S
+from kinemesh.synth.categories import GAP, ObjectBuilder
+from kinemesh.synth.validity import is_valid
+
+PART_KINDS = ("flap", "lever", "slider", "piston", "knob")
+
+
+def _unit(k: int, s: float = 1.0) -> np.ndarray:
+    e = np.zeros(3)
+    e[k] = s
+    return e
+
+
+def random_assembly(rng: np.random.Generator, n_moving: int | None = None, max_depth: int = 3,
+                    check: bool = True) -> ArticulatedObject:
+    """A random articulated assembly with ``n_moving`` (default random 1-6) moving parts.
+
+    Returns an ArticulatedObject of category ``assembly`` whose ``meta["params"]`` lists the part kinds.
+    Fewer moving parts than asked are returned only when no valid placement is found after many tries.
+    """
+    n_moving = int(n_moving if n_moving is not None else rng.integers(1, 7))
+    b = ObjectBuilder("assembly", rng)
+    ext = rng.uniform(0.2, 0.8, 3)
+    root_lo, root_hi = np.array([-ext[0] / 2, -ext[1] / 2, 0.0]), np.array([ext[0] / 2, ext[1] / 2, ext[2]])
+    b.part("body", S.box(root_lo, root_hi), "body")
+    boxes = {"body": (root_lo, root_hi, 0)}  # box parts children can attach to: (lo, hi, depth)
+    kinds = []
+    tries = 0
+    while len(kinds) < n_moving and tries < 12 * n_moving:
+        tries += 1
+        names = list(boxes)
+        weights = np.array([2.0 if n == "body" else 1.0 for n in names])
+        parent = names[int(rng.choice(len(names), p=weights / weights.sum()))]
+        lo, hi, depth = boxes[parent]
+        if depth >= max_depth:
+            continue
+        kind = str(rng.choice(PART_KINDS))
+        a = int(rng.integers(3))
+        s = float(rng.choice([-1.0, 1.0]))
+        if parent == "body" and a == 2 and s < 0:
+            s = 1.0  # the root stands on its bottom face
+        name = f"{kind}_{len(kinds)}"
+        n_parts, n_joints = len(b.parts), len(b.joints)
+        try:
+            new_box = _add_part(b, rng, kind, name, parent, lo, hi, a, s)
+        except Exception:  # degenerate sizes on a tiny face: try another placement
+            del b.parts[n_parts:], b.joints[n_joints:]
+            continue
+        if check:
+            trial = b.build(refine=False)
+            if not is_valid(trial, seed=tries, n_samples=120):
+                del b.parts[n_parts:], b.joints[n_joints:]
+                continue
+        kinds.append(kind)
+        if new_box is not None:
+            boxes[name] = (new_box[0], new_box[1], depth + 1)
+    b.params = {"part_kinds": kinds, "root_extents": ext.tolist()}
+    obj = b.build()
+    obj.name = "assembly"
+    return obj
+
+
+def _add_part(b: ObjectBuilder, rng, kind, name, parent, lo, hi, a, s):
+    """Add one moving part of ``kind`` on face (axis ``a``, side ``s``) of ``parent``'s box; returns the new
+    part's box (lo, hi) when children may attach to it, else None."""
+    u = rng.uniform
+    t1, t2 = [k for k in range(3) if k != a]
+    if rng.random() < 0.5:
+        t1, t2 = t2, t1
+    f = hi[a] if s > 0 else lo[a]
+    size1, size2 = hi[t1] - lo[t1], hi[t2] - lo[t2]
+    c = (lo + hi) / 2
+    n = _unit(a, s)
+
+    def slab(a_lo, a_hi, c1, w1, c2, w2):
+        blo, bhi = np.zeros(3), np.zeros(3)
+        blo[a], bhi[a] = min(a_lo, a_hi), max(a_lo, a_hi)
+        blo[t1], bhi[t1] = c1 - w1 / 2, c1 + w1 / 2
+        blo[t2], bhi[t2] = c2 - w2 / 2, c2 + w2 / 2
+        return blo, bhi
+
+    if kind == "flap":
+        th = float(u(0.01, 0.03))
+        w1, w2 = float(u(0.4, 1.0)) * size1, float(u(0.4, 1.0)) * size2
+        c1 = float(u(lo[t1] + w1 / 2, hi[t1] - w1 / 2 + 1e-9))
+        c2 = float(u(lo[t2] + w2 / 2, hi[t2] - w2 / 2 + 1e-9))
+        blo, bhi = slab(f + s * GAP, f + s * (GAP + th), c1, w1, c2, w2)
+        b.part(name, S.box(blo, bhi), "flap")
+        sigma = float(rng.choice([-1.0, 1.0]))  # which t1 edge carries the hinge
+        origin = np.zeros(3)
+        origin[a] = f + s * (GAP + th)
+        origin[t1] = c1 + sigma * w1 / 2
+        origin[t2] = c2
+        axis = _unit(t2)
+        r = _unit(t1, -sigma)  # from the hinge towards the slab
+        if np.dot(np.cross(axis, r), n) < 0:
+            axis = -axis
+        b.joint("revolute", parent, name, axis, origin, (0.0, float(u(0.45, 0.85)) * np.pi))
+        return blo, bhi
+    if kind == "lever":
+        r = float(u(0.01, 0.03))
+        L = float(u(0.1, 0.4))
+        c1 = float(u(lo[t1] + r, hi[t1] - r + 1e-9))
+        c2 = float(u(lo[t2] + r, hi[t2] - r + 1e-9))
+        foot = np.zeros(3)
+        foot[a], foot[t1], foot[t2] = f + s * (GAP + r), c1, c2
+        b.part(name, S.capsule(r, foot, foot + n * L), "lever")
+        lim = float(u(0.4, 1.1))
+        b.joint("revolute", parent, name, _unit(t2), foot, (-lim, lim))
+        return None
+    if kind == "slider":
+        th = float(u(0.02, 0.06))
+        w1, w2 = float(u(0.15, 0.4)) * size1, float(u(0.2, 0.8)) * size2
+        side = float(rng.choice([-1.0, 1.0]))
+        c1 = (lo[t1] + w1 / 2 + GAP) if side > 0 else (hi[t1] - w1 / 2 - GAP)
+        c2 = float(u(lo[t2] + w2 / 2, hi[t2] - w2 / 2 + 1e-9))
+        blo, bhi = slab(f + s * GAP, f + s * (GAP + th), c1, w1, c2, w2)
+        b.part(name, S.box(blo, bhi), "slider")
+        travel = (size1 - w1 - 2 * GAP) * float(u(0.5, 1.0))
+        b.joint("prismatic", parent, name, _unit(t1, side), (blo + bhi) / 2, (0.0, travel))
+        return blo, bhi
+    if kind == "piston":
+        th = float(u(0.03, 0.12))
+        w1, w2 = float(u(0.15, 0.5)) * size1, float(u(0.15, 0.5)) * size2
+        c1 = float(u(lo[t1] + w1 / 2, hi[t1] - w1 / 2 + 1e-9))
+        c2 = float(u(lo[t2] + w2 / 2, hi[t2] - w2 / 2 + 1e-9))
+        blo, bhi = slab(f + s * GAP, f + s * (GAP + th), c1, w1, c2, w2)
+        b.part(name, S.box(blo, bhi), "piston")
+        b.joint("prismatic", parent, name, n, (blo + bhi) / 2, (0.0, float(u(0.05, 0.3))))
+        return blo, bhi
+    # knob
+    rad = float(u(0.015, 0.05))
+    h = float(u(0.015, 0.05))
+    c1 = float(u(lo[t1] + rad, hi[t1] - rad + 1e-9))
+    c2 = float(u(lo[t2] + rad, hi[t2] - rad + 1e-9))
+    p0 = np.zeros(3)
+    p0[a], p0[t1], p0[t2] = f + s * GAP, c1, c2
+    cyl = S.cylinder(rad, p0, p0 + n * h, 16)
+    rlo, rhi = slab(f + s * (GAP + 0.5 * h), f + s * (GAP + 1.3 * h), c1, 0.25 * rad, c2, 1.8 * rad)
+    b.part(name, S.union([cyl, S.box(rlo, rhi)]), "knob")
+    b.joint("continuous", parent, name, n, p0, None)
+    return None

@@ -1,0 +1,91 @@
+"""Shared MuJoCo flex machinery for soft bodies (dim=3) and cloth (dim=2): XML, stepping, divergence checks.
+
+Flex elasticity in MuJoCo 4 needs ``integrator="discrete"`` (DESIGN.md). A run counts as diverged when MuJoCo
+raises ``mjWARN_BADQACC`` (it silently resets the state then), a position becomes non-finite, or the nodes fly
+further than ``explode_factor`` object sizes from their start; diverged runs are retried with a smaller step by
+``run_with_retries`` and never returned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from kinemesh.errors import SimulationDivergedError
+
+
+def fmt(a) -> str:
+    return " ".join(f"{float(x):.6g}" for x in np.ravel(a))
+
+
+@dataclass
+class FlexRun:
+    """What a flex simulation needs: the XML builder (called with the timestep), the per-step force callback,
+    the number of recorded frames and the duration."""
+
+    make_xml: Callable[[float], str]
+    duration: float  # seconds
+    n_frames: int
+    controller: Callable | None = None  # controller(model, data, t, vert_body) sets data.xfrc_applied
+    explode_factor: float = 20.0
+    tets: np.ndarray | None = None  # (k, 4) node indices: an inverted tetrahedron counts as divergence
+    size: float = 1.0  # object size (m), for the explosion check
+    extra: dict = field(default_factory=dict)
+
+
+def simulate_flex(run: FlexRun, timestep: float) -> tuple[np.ndarray, np.ndarray]:
+    """Step the model and record flex vertex positions: (frames (T, n, 3), times (T,)).
+
+    Raises SimulationDivergedError on divergence.
+    """
+    import mujoco
+
+    model = mujoco.MjModel.from_xml_string(run.make_xml(timestep))
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    vert_body = np.asarray(model.flex_vertbodyid).copy()
+    x0 = data.flexvert_xpos.copy()
+    steps = int(round(run.duration / timestep))
+    every = steps / run.n_frames
+    frames, times = [], []
+    next_rec = every
+    bad = mujoco.mjtWarning.mjWARN_BADQACC
+    for s in range(steps):
+        t = s * timestep
+        if run.controller is not None:
+            data.xfrc_applied[:] = 0.0
+            run.controller(model, data, t, vert_body)
+        mujoco.mj_step(model, data)
+        if data.warning[bad].number > 0:
+            raise SimulationDivergedError(f"flex simulation diverged (bad acceleration) at t={t:.3f} s")
+        if s + 1 >= next_rec - 1e-9 and len(frames) < run.n_frames:
+            x = data.flexvert_xpos.copy()
+            if not np.isfinite(x).all():
+                raise SimulationDivergedError(f"flex simulation produced NaN at t={t:.3f} s")
+            if np.abs(x - x0).max() > run.explode_factor * run.size:
+                raise SimulationDivergedError(f"flex simulation exploded at t={t:.3f} s")
+            if run.tets is not None:
+                c = x[run.tets]
+                vol = np.einsum("ij,ij->i", np.cross(c[:, 1] - c[:, 0], c[:, 2] - c[:, 0]), c[:, 3] - c[:, 0])
+                if np.any(vol <= 0):
+                    raise SimulationDivergedError(f"flex simulation inverted {int((vol <= 0).sum())} "
+                                                  f"tetrahedra at t={t:.3f} s")
+            frames.append(x)
+            times.append(t + timestep)
+            next_rec += every
+    return np.stack(frames), np.asarray(times)
+
+
+def run_with_retries(run: FlexRun, timestep: float, retries: int = 2) -> tuple[np.ndarray, np.ndarray, float]:
+    """``simulate_flex`` with the step halved after each divergence. Returns (frames, times, timestep used)."""
+    last = None
+    for _ in range(retries + 1):
+        try:
+            frames, times = simulate_flex(run, timestep)
+            return frames, times, timestep
+        except SimulationDivergedError as exc:
+            last = exc
+            timestep *= 0.5
+    raise SimulationDivergedError(f"{last} (after {retries} retries with smaller steps)")
