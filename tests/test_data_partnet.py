@@ -417,3 +417,32 @@ def test_real_objects_agree_with_yourdfpy(real_objects_dir, folder):
         cfg[j.name] = lo + s * (hi - lo)
     err, moved = _yourdfpy_agreement(real_objects_dir / folder / "mobility.urdf", obj, cfg)
     assert moved > 1e-3 and err < 1e-9
+
+
+def test_vertex_budget_decimates_parts_with_warning(tmp_path, caplog):
+    (tmp_path / "ball.urdf").write_text("""<robot name="ball">
+      <link name="stand"><visual><geometry><box size="1 1 0.1"/></geometry></visual></link>
+      <link name="ball"><visual><geometry><sphere radius="0.3"/></geometry></visual></link>
+      <joint name="spin" type="continuous"><origin xyz="0 0 0.5"/><axis xyz="0 0 1"/>
+        <parent link="stand"/><child link="ball"/></joint>
+    </robot>""")
+    full = load_articulated(tmp_path / "ball.urdf", max_vertices=None)
+    assert len(full.part("ball").vertices) == 162
+    with caplog.at_level(logging.WARNING):
+        small = load_articulated(tmp_path / "ball.urdf", max_vertices=100)
+    n = sum(len(p.vertices) for p in small.parts)
+    assert n <= 100 and len(small.part("stand").vertices) == 8
+    assert "above the budget of 100" in caplog.text and "ball.urdf" in caplog.text
+    radius = np.linalg.norm(small.part("ball").vertices - [0, 0, 0.5], axis=1)
+    np.testing.assert_allclose(radius, 0.3, atol=0.03)
+
+
+def test_sweep_motion_reaches_the_limits(tiny_partnet):
+    from kinemesh.data.loaders import load_sequence
+
+    seq = load_sequence(tiny_partnet, n_frames=4, motion="sweep")
+    last = seq.meta["joint_values"][-1]
+    assert last["door_hinge"] == pytest.approx(HALF_PI) and last["drawer_slide"] == pytest.approx(-0.1)
+    assert last["lid_spin"] == pytest.approx(2 * np.pi)
+    first = seq.meta["joint_values"][0]
+    assert all(v == 0.0 for v in first.values())

@@ -272,10 +272,13 @@ def _apply_budget(parts: list[Part], max_vertices: int | None, path: Path, warni
     total = sum(len(p.vertices) for p in parts)
     if not max_vertices or total <= max_vertices:
         return
+    # Parts too small to decimate (<= 8 vertices) keep theirs; the others share the rest proportionally.
+    small = sum(len(p.vertices) for p in parts if len(p.vertices) <= 8)
+    share = max(max_vertices - small, 0) / max(total - small, 1)
     for p in parts:
-        if len(p.vertices) == 0:
+        if len(p.vertices) <= 8:
             continue
-        budget = max(8, int(len(p.vertices) * max_vertices / total))
+        budget = max(8, int(len(p.vertices) * share))
         if len(p.vertices) > budget:
             m = decimate(
                 trimesh.Trimesh(p.vertices, p.faces, process=False), budget, name=f"{path} part {p.name}"
