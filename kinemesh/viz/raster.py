@@ -2,9 +2,9 @@
 
 Why our own: VTK/OSMesa/EGL offscreen contexts are not reliably available from a clean pip install on a
 headless CPU machine, and matplotlib's painter's algorithm sorts whole faces (wrong occlusion, slow).
-This rasterizer enumerates the pixel centres inside every triangle's bounding box in vectorised chunks,
-tests them with normalised edge functions, interpolates 1/z (perspective-correct) and resolves visibility
-with ``np.minimum.at`` on a depth buffer. A 5k-face mesh at 1280x960 takes tens of milliseconds.
+This rasterizer enumerates the pixel centres of every triangle's scanline spans in vectorised chunks,
+interpolates 1/z along each span (perspective-correct) and resolves visibility with ``np.maximum.at`` on
+an inverse-depth buffer; barycentrics are computed only for the winning fragments. A 5k-face mesh at 1280x960 takes tens of milliseconds.
 """
 
 from __future__ import annotations
@@ -81,12 +81,123 @@ def rasterize(
         ix1 = np.clip(np.nan_to_num(ix1), -1, width - 1).astype(np.int64)
         iy0 = np.clip(np.nan_to_num(iy0), 0, height - 1).astype(np.int64)
         iy1 = np.clip(np.nan_to_num(iy1), -1, height - 1).astype(np.int64)
-    bw = np.maximum(ix1 - ix0 + 1, 0)
     bh = np.maximum(iy1 - iy0 + 1, 0)
-    counts = np.where(keep, bw * bh, 0)
-    ids = np.flatnonzero(counts)
+    rows_per_tri = np.where(keep & (ix1 >= ix0), bh, 0)
+    ids = np.flatnonzero(rows_per_tri)
     if ids.size == 0:
         return Fragments(face_id, bary, zbuf, width, height)
+
+    # Edge functions w_k(x, y) = A_k x + B_k y + C_k, normalised so w0 + w1 + w2 = 1 inside.
+    inv_area = np.zeros_like(area)
+    inv_area[keep] = 1.0 / area[keep]
+    A0, B0 = (y1 - y2) * inv_area, (x2 - x1) * inv_area
+    C0 = (x1 * y2 - x2 * y1) * inv_area
+    A1, B1 = (y2 - y0) * inv_area, (x0 - x2) * inv_area
+    C1 = (x2 * y0 - x0 * y2) * inv_area
+    iz = 1.0 / np.where(keep[:, None], z, 1.0)
+
+    # Scanline spans: one (triangle, row) pair per covered pixel row, with the x-range where the row's
+    # centre line crosses the triangle. Enumerating spans instead of bounding boxes keeps the work close to
+    # the covered area even for long thin triangles (a bounding box can be 100x larger than its triangle).
+    nr = rows_per_tri[ids]
+    ptri = np.repeat(ids, nr)
+    prow = iy0[ptri] + (np.arange(int(nr.sum()), dtype=np.int64) - np.repeat(np.cumsum(nr) - nr, nr))
+    cyr = prow + 0.5
+    xlo = np.full(cyr.shape, np.inf)
+    xhi = np.full(cyr.shape, -np.inf)
+    for ea, eb in ((0, 1), (1, 2), (2, 0)):
+        xa, ya = xy[ptri, ea, 0], xy[ptri, ea, 1]
+        xb, yb = xy[ptri, eb, 0], xy[ptri, eb, 1]
+        lo_y, hi_y = np.minimum(ya, yb), np.maximum(ya, yb)
+        dy = yb - ya
+        ok = (cyr >= lo_y) & (cyr <= hi_y) & (np.abs(dy) > 1e-12)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            xe = xa + (cyr - ya) * (xb - xa) / dy
+        xlo = np.where(ok, np.minimum(xlo, xe), xlo)
+        xhi = np.where(ok, np.maximum(xhi, xe), xhi)
+    has = np.isfinite(xlo) & np.isfinite(xhi)
+    # Pixel centres inside the span; on the row's centre line the triangle is exactly [xlo, xhi] (convex).
+    # Clip after rounding, so a span lying wholly outside the image becomes empty.
+    sx0 = np.clip(np.ceil(np.where(has, xlo, 0.0) - 0.5), 0, width).astype(np.int64)
+    sx1 = np.clip(np.floor(np.where(has, xhi, -2.0) - 0.5), -1, width - 1).astype(np.int64)
+    span = np.where(has, np.maximum(sx1 - sx0 + 1, 0), 0)
+    sel = np.flatnonzero(span)
+    ptri, prow, sx0, span = ptri[sel], prow[sel], sx0[sel], span[sel]
+    if span.size == 0:
+        return Fragments(face_id, bary, zbuf, width, height)
+
+    # Along a span everything is affine in the pixel step k: w_i = ws_i + dw_i k and, for perspective
+    # correctness, 1/z = Is + dI k. The depth test needs only 1/z; barycentrics are computed for winners.
+    cx0 = sx0 + 0.5
+    cy = prow + 0.5
+    w0s = A0[ptri] * cx0 + B0[ptri] * cy + C0[ptri]
+    w1s = A1[ptri] * cx0 + B1[ptri] * cy + C1[ptri]
+    w2s = 1.0 - w0s - w1s
+    dw0, dw1 = A0[ptri], A1[ptri]
+    dw2 = -(dw0 + dw1)
+    iz0, iz1, iz2 = iz[ptri, 0], iz[ptri, 1], iz[ptri, 2]
+    Is = w0s * iz0 + w1s * iz1 + w2s * iz2
+    dI = dw0 * iz0 + dw1 * iz1 + dw2 * iz2
+    pix0 = prow * width + sx0
+    ibuf = np.zeros(n_pix)  # 1/depth; 0 = nothing (infinitely far)
+
+    bounds = np.cumsum(span)
+    start = 0
+    while start < span.size:
+        # Largest run of spans whose pixels fit the chunk (at least one span).
+        base = bounds[start - 1] if start else 0
+        stop = max(int(np.searchsorted(bounds, base + _CHUNK, side="right")), start + 1)
+        c = span[start:stop]
+        total = int(c.sum())
+        rep = np.repeat(np.arange(start, stop), c)
+        k = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(c) - c, c)
+        inv_z = Is[rep] + dI[rep] * k
+        pix = pix0[rep] + k
+        np.maximum.at(ibuf, pix, inv_z)
+        win = inv_z >= ibuf[pix]
+        p, r, kk, iw = pix[win], rep[win], k[win], inv_z[win]
+        face_id[p] = ptri[r]
+        q = np.stack(
+            [(w0s[r] + dw0[r] * kk) * iz0[r], (w1s[r] + dw1[r] * kk) * iz1[r], (w2s[r] + dw2[r] * kk) * iz2[r]],
+            axis=1,
+        )
+        bary[p] = np.clip(q / iw[:, None], 0.0, 1.0).astype(np.float32)
+        start = stop
+    hit = ibuf > 0
+    zbuf[hit] = 1.0 / ibuf[hit]
+    return Fragments(face_id, bary, zbuf, width, height)
+
+    bounds = np.cumsum(span)
+    start = 0
+    while start < span.size:
+        # Largest run of spans whose pixels fit the chunk (at least one span).
+        base = bounds[start - 1] if start else 0
+        stop = max(int(np.searchsorted(bounds, base + _CHUNK, side="right")), start + 1)
+        c = span[start:stop]
+        total = int(c.sum())
+        rep = np.repeat(np.arange(start, stop), c)
+        local = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(c) - c, c)
+        tri = ptri[rep]
+        px = sx0[rep] + local
+        py = prow[rep]
+        cx = px + 0.5
+        cy = py + 0.5
+        w0 = A0[tri] * cx + B0[tri] * cy + C0[tri]
+        w1 = A1[tri] * cx + B1[tri] * cy + C1[tri]
+        w2 = 1.0 - w0 - w1
+        inside = (w0 >= -1e-9) & (w1 >= -1e-9) & (w2 >= -1e-9)
+        tri, px, py, w0, w1, w2 = tri[inside], px[inside], py[inside], w0[inside], w1[inside], w2[inside]
+        q0, q1, q2 = w0 * iz[tri, 0], w1 * iz[tri, 1], w2 * iz[tri, 2]
+        inv_z = q0 + q1 + q2
+        depth = 1.0 / inv_z
+        pix = py * width + px
+        np.minimum.at(zbuf, pix, depth)
+        win = depth <= zbuf[pix]
+        p = pix[win]
+        face_id[p] = tri[win]
+        bary[p] = (np.stack([q0[win], q1[win], q2[win]], axis=1) * depth[win, None]).astype(np.float32)
+        start = stop
+    return Fragments(face_id, bary, zbuf, width, height)
 
     # Edge functions w_k(x, y) = A_k x + B_k y + C_k, normalised so w0 + w1 + w2 = 1 inside.
     inv_area = np.zeros_like(area)

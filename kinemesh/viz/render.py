@@ -67,7 +67,7 @@ class RenderStyle:
     margin: float = 1.15  # framing margin around the bounding sphere (> 1 leaves space)
     crease_deg: float = 35.0  # faces meeting at more than this angle are shaded with a hard edge
     base_color: tuple = (0.42, 0.62, 0.85)  # colour when there are no part ids
-    arrow_scale: float = 0.55  # joint-axis arrow length as a fraction of the object's bounding diameter
+    arrow_scale: float = 0.4  # joint-axis arrow length as a fraction of the object's bounding diameter
 
 
 @dataclass
@@ -467,7 +467,7 @@ class SceneRenderer:
             off = 0
             length = st.arrow_scale * self.diameter
             for i, (o, d) in enumerate(axes):
-                va, fa = arrow_mesh(o, d, length, 0.012 * self.diameter)
+                va, fa = arrow_mesh(o, d, length, 0.01 * self.diameter)
                 av.append(va)
                 af.append(fa + off)
                 ac.append(np.broadcast_to(_ARROW_COLORS[i % len(_ARROW_COLORS)], (len(fa), 3)))

@@ -1,0 +1,272 @@
+"""Turn any input kinemesh can read into something to draw: frames, faces, part ids and joint-axis arrows.
+
+Shared by ``kinemesh render`` and ``kinemesh view``. Inputs: a mesh file (one frame), a KinematicSequence
+``.npz`` or other sequence (mesh-frame folder, ``.anime``), a URDF / PartNet-Mobility folder (each movable
+joint is animated through its range in turn, others at rest) and an articulation-result JSON (its joint axes
+drawn as arrows over a mesh given with ``mesh=`` or named by the JSON's ``mesh`` / ``source`` field).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kinemesh.errors import ConfigError, InputFileError
+
+__all__ = ["Drawable", "load_drawable", "articulated_sweep", "sequence_axes", "turntable"]
+
+
+@dataclass
+class Drawable:
+    """Everything needed to draw a moving mesh.
+
+    frames : (T, N, 3) float32 vertex positions per frame (metres, +Z up).
+    faces : (M, 3) int64 triangles.
+    part_ids : (N,) int part label per vertex, or None.
+    axes : list of (origins (T, 3), directions (T, 3)) arrows, one per movable joint (possibly empty).
+    axis_names : joint name per arrow.
+    fps : playback rate in frames per second.
+    title : short name for captions.
+    articulated : the ArticulatedObject for URDF/PartNet inputs (joint sliders in the viewer), else None.
+    sequence : the KinematicSequence when the input was one, else None.
+    captions : per-frame captions, or None.
+    """
+
+    frames: np.ndarray
+    faces: np.ndarray
+    part_ids: np.ndarray | None = None
+    axes: list = field(default_factory=list)
+    axis_names: list = field(default_factory=list)
+    fps: float = 30.0
+    title: str = ""
+    articulated: Any = None
+    sequence: Any = None
+    captions: list | None = None  # optional per-frame caption (e.g. the joint value being swept)
+
+
+def _joint_axes_at(obj, values: dict[str, float]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(origin, direction) of every movable joint of ``obj`` posed at ``values``: the joint frame moves
+    with its parent part."""
+    T = obj.part_transforms(values)
+    out = []
+    for j in obj.movable_joints:
+        Tp = T[j.parent]
+        out.append((Tp[:3, :3] @ j.origin + Tp[:3, 3], Tp[:3, :3] @ j.axis))
+    return out
+
+
+def articulated_sweep(obj, frames_per_joint: int = 45) -> tuple[list[dict[str, float]], list[str]]:
+    """Joint configurations moving each movable joint through its range in turn (rest -> hi -> lo -> rest
+    for limits around 0, else lo -> hi -> lo), other joints at rest. Returns (configs, caption per frame).
+
+    Continuous joints sweep one full turn.
+    """
+    joints = obj.movable_joints
+    configs: list[dict[str, float]] = []
+    captions: list[str] = []
+    n = max(int(frames_per_joint), 2)
+    for j in joints:
+        if j.limits is None:
+            lo, hi = 0.0, 2 * np.pi
+        else:
+            lo, hi = j.limits
+        s = np.linspace(0.0, 1.0, n)
+        if lo < 0.0 < hi:  # 0 -> hi -> lo -> 0, piecewise linear in time
+            knots = np.array([0.0, hi, lo, 0.0])
+            vals = np.interp(s * 3, np.arange(4), knots)
+        elif lo >= 0.0:
+            vals = lo + (hi - lo) * np.sin(np.pi * s)  # rest(lo) -> hi -> rest
+        else:
+            vals = hi + (lo - hi) * np.sin(np.pi * s)
+        unit = "m" if j.type == "prismatic" else "rad"
+        for v in vals:
+            configs.append({j.name: float(v)})
+            captions.append(f"{j.name} ({j.type}) = {v:+.2f} {unit}")
+    if not configs:
+        configs, captions = [{}], ["no movable joints"]
+    return configs, captions
+
+
+def turntable(vertices: np.ndarray, n_frames: int = 72, axes=None) -> tuple[np.ndarray, list]:
+    """Rotate a still mesh one turn about the vertical axis through its bounding-box centre.
+
+    Returns (frames (T, N, 3), axes rotated along: list of (origins (T,3), directions (T,3))).
+    """
+    v = np.asarray(vertices, np.float64)
+    c = 0.5 * (v.min(0) + v.max(0))
+    ang = np.linspace(0, 2 * np.pi, n_frames, endpoint=False)
+    R = np.stack(
+        [np.array([[np.cos(a), -np.sin(a), 0], [np.sin(a), np.cos(a), 0], [0, 0, 1]]) for a in ang]
+    )
+    frames = np.einsum("tij,nj->tni", R, v - c) + c
+    rot_axes = []
+    for o, d in axes or []:
+        o = np.asarray(o, np.float64).reshape(-1, 3)[0]
+        d = np.asarray(d, np.float64).reshape(-1, 3)[0]
+        rot_axes.append((np.einsum("tij,j->ti", R, o - c) + c, np.einsum("tij,j->ti", R, d)))
+    return frames.astype(np.float32), rot_axes
+
+
+def _kabsch(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Rigid transform (4, 4) best mapping points a (n,3) onto b (n,3) (least squares)."""
+    ca, cb = a.mean(0), b.mean(0)
+    H = (a - ca).T @ (b - cb)
+    U, _, Vt = np.linalg.svd(H)
+    D = np.eye(3)
+    D[2, 2] = np.sign(np.linalg.det(Vt.T @ U.T))
+    R = Vt.T @ D @ U.T
+    T = np.eye(4)
+    T[:3, :3] = R
+    T[:3, 3] = cb - R @ ca
+    return T
+
+
+def sequence_axes(seq) -> tuple[list, list[str]]:
+    """Joint-axis arrows of a KinematicSequence with ``meta.joints``, following the parent part's motion.
+
+    The parent part of each joint is found by name in ``meta.parts`` (index = part id); its rigid motion per
+    frame is fitted to its vertices (Kabsch). Joints whose parent cannot be resolved keep their rest axis.
+    Returns (axes list of (origins (T,3), directions (T,3)), joint names).
+    """
+    joints = [j for j in seq.joints if j.get("type") != "fixed"]
+    if not joints:
+        return [], []
+    T = seq.n_frames
+    names = [p.get("name") for p in seq.meta.get("parts", []) if isinstance(p, dict)]
+    pid = seq.part_ids
+    axes, labels = [], []
+    for j in joints:
+        o = np.asarray(j["origin"], np.float64)
+        d = np.asarray(j["axis"], np.float64)
+        d = d / max(np.linalg.norm(d), 1e-12)
+        origins = np.broadcast_to(o, (T, 3)).copy()
+        dirs = np.broadcast_to(d, (T, 3)).copy()
+        if pid is not None and j.get("parent") in names:
+            sel = pid == names.index(j["parent"])
+            if sel.sum() >= 3:
+                rest = seq.rest_vertices[sel].astype(np.float64)
+                for t in range(T):
+                    M = _kabsch(rest, seq.frames[t][sel].astype(np.float64))
+                    origins[t] = M[:3, :3] @ o + M[:3, 3]
+                    dirs[t] = M[:3, :3] @ d
+        axes.append((origins, dirs))
+        labels.append(str(j.get("name", f"joint{len(labels)}")))
+    return axes, labels
+
+
+def _articulation_json(path: Path, mesh: str | os.PathLike | None, max_vertices) -> Drawable:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputFileError(path, f"cannot read articulation JSON ({exc})") from exc
+    parts = doc.get("parts") if isinstance(doc, dict) else None
+    if not isinstance(parts, list):
+        raise InputFileError(path, "not an articulation result: expected a top-level 'parts' list")
+    if mesh is None:
+        ref = doc.get("mesh") or doc.get("source")
+        if isinstance(ref, str):
+            cand = (path.parent / ref).resolve()
+            # Never follow a reference out of the result's folder.
+            if path.parent.resolve() in cand.parents and cand.exists():
+                mesh = cand
+    if mesh is None:
+        raise ConfigError(f"{path}: an articulation result needs the mesh it describes: pass --mesh MESH")
+    base = load_drawable(mesh, max_vertices=max_vertices)
+    axes, labels = [], []
+    for i, p in enumerate(parts):
+        if not isinstance(p, dict) or p.get("type") in (None, "fixed") or p.get("axis") is None:
+            continue
+        try:
+            o = np.asarray(p.get("origin", [0, 0, 0]), np.float64).reshape(3)
+            d = np.asarray(p["axis"], np.float64).reshape(3)
+        except (TypeError, ValueError) as exc:
+            raise InputFileError(path, f"parts[{i}]: axis/origin must be 3 numbers") from exc
+        if not (np.isfinite(o).all() and np.isfinite(d).all() and np.linalg.norm(d) > 1e-12):
+            raise InputFileError(path, f"parts[{i}]: non-finite origin or zero axis")
+        n_frames = base.frames.shape[0]
+        axes.append((np.broadcast_to(o, (n_frames, 3)).copy(), np.broadcast_to(d / np.linalg.norm(d), (n_frames, 3)).copy()))
+        conf = p.get("confidence")
+        labels.append(f"{p.get('name', f'part{i}')} ({p.get('type')}" + (f", {conf:.2f})" if isinstance(conf, (int, float)) else ")"))
+    base.axes, base.axis_names = axes, labels
+    base.title = f"{path.stem}: {len(axes)} predicted joint(s)"
+    return base
+
+
+def load_drawable(
+    path: str | os.PathLike,
+    mesh: str | os.PathLike | None = None,
+    frames_per_joint: int = 45,
+    fps: float | None = None,
+    max_vertices: int | None = 50000,
+) -> Drawable:
+    """Load any supported input as a :class:`Drawable`.
+
+    Parameters
+    ----------
+    path : mesh file, ``.npz`` / ``.anime`` / mesh-frame folder sequence, URDF or PartNet-Mobility folder,
+        or an articulation-result ``.json``.
+    mesh : the mesh an articulation JSON refers to (else taken from its ``mesh``/``source`` field).
+    frames_per_joint : frames per joint sweep for articulated inputs.
+    fps : frame rate override (sequences default to their own timing, else 30).
+    max_vertices : vertex budget passed to the loaders (decimated with a warning above it).
+
+    Raises
+    ------
+    InputFileError / ConfigError naming the input.
+    """
+    from kinemesh.data import loaders
+
+    p = Path(path)
+    if not p.exists():
+        raise InputFileError(p, "file or folder not found")
+    if p.suffix.lower() == ".json":
+        return _articulation_json(p, mesh, max_vertices)
+    what = loaders.sequence_kind(p)
+    if what in ("urdf", "partnet"):
+        from kinemesh.data import partnet
+
+        obj = partnet.load_articulated(p, max_vertices=max_vertices)
+        configs, captions = articulated_sweep(obj, frames_per_joint)
+        frames, faces, part_ids = [], None, None
+        per_frame_axes = []
+        for c in configs:
+            v, faces, part_ids = obj.merged(c)
+            frames.append(v)
+            per_frame_axes.append(_joint_axes_at(obj, c))
+        axes = []
+        for k in range(len(obj.movable_joints)):
+            axes.append((np.stack([a[k][0] for a in per_frame_axes]), np.stack([a[k][1] for a in per_frame_axes])))
+        d = Drawable(
+            frames=np.stack(frames).astype(np.float32),
+            faces=np.asarray(faces, np.int64),
+            part_ids=part_ids,
+            axes=axes,
+            axis_names=[j.name for j in obj.movable_joints],
+            fps=fps or 30.0,
+            title=f"{obj.name} ({obj.category})",
+            articulated=obj,
+            captions=captions,
+        )
+        return d
+    if what == "unknown":
+        raise InputFileError(p, "unsupported input (expected a mesh, .npz, .anime, .urdf, a folder or a .json result)")
+    seq = loaders.load_sequence(p, max_vertices=max_vertices)
+    if fps is None:
+        dt = np.diff(seq.times.astype(np.float64))
+        fps = float(1.0 / np.median(dt)) if dt.size and np.median(dt) > 0 else 30.0
+    axes, names = sequence_axes(seq)
+    return Drawable(
+        frames=seq.frames,
+        faces=np.asarray(seq.faces, np.int64),
+        part_ids=seq.part_ids,
+        axes=axes,
+        axis_names=names,
+        fps=fps,
+        title=f"{p.name} ({seq.category}, {seq.kind})" if what != "mesh" else p.name,
+        sequence=seq,
+    )
