@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kinemesh.data.manifest import assign_splits, entry_for, read_manifest, scan_dataset, write_manifest
-from kinemesh.errors import ConfigError, InputFileError
+from kinemesh.errors import ConfigError, InputFileError, UnsafePathError
 
 
 def _entries():
@@ -44,6 +46,12 @@ def test_bad_manifest(tmp_path):
     )
     with pytest.raises(InputFileError, match=r"m\.jsonl: line 2 is not valid JSON"):
         read_manifest(tmp_path / "m.jsonl")
+    for bad in ("../x.npz", "/etc/x.npz", "a/../../x.npz"):
+        (tmp_path / "u.jsonl").write_text(
+            json.dumps({"path": bad, "category": "c", "kind": "cloth", "n_frames": 1, "n_vertices": 3}) + "\n"
+        )
+        with pytest.raises(UnsafePathError, match="leaves the manifest's folder"):
+            read_manifest(tmp_path / "u.jsonl")
 
 
 def test_splits_hold_out_categories_and_whole_instances():

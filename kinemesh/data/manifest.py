@@ -19,7 +19,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from kinemesh.atomic import write_text
-from kinemesh.errors import ConfigError, InputFileError
+from kinemesh.errors import ConfigError, InputFileError, UnsafePathError
 
 REQUIRED_KEYS = ("path", "category", "kind", "n_frames", "n_vertices")
 SPLITS = ("train", "test", "test_category")
@@ -42,7 +42,11 @@ def write_manifest(entries: Iterable[dict[str, Any]], path: str | os.PathLike) -
 
 
 def read_manifest(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """Read a JSONL manifest; raise InputFileError naming the file and line of any bad entry."""
+    """Read a JSONL manifest; raise InputFileError naming the file and line of any bad entry.
+
+    ``path`` entries must stay inside the manifest's folder (UnsafePathError otherwise). Any non-empty
+    split name is accepted (``assign_splits`` produces those in ``SPLITS``).
+    """
     path = Path(path)
     if not path.is_file():
         raise InputFileError(path, "manifest not found")
@@ -60,10 +64,12 @@ def read_manifest(path: str | os.PathLike) -> list[dict[str, Any]]:
         if missing:
             raise InputFileError(path, f"line {n} is missing {missing}")
         e.setdefault("split", "train")
-        if e["split"] not in SPLITS:
-            raise InputFileError(
-                path, f"line {n} has unknown split {e['split']!r} (expected one of {SPLITS})"
-            )
+        if not isinstance(e["split"], str) or not e["split"]:
+            raise InputFileError(path, f"line {n}: split must be a non-empty string, got {e['split']!r}")
+        rel = str(e["path"])
+        root = path.parent.resolve()
+        if os.path.isabs(rel) or not (root / rel).resolve().is_relative_to(root):
+            raise UnsafePathError(path, f"line {n}: path {rel!r} leaves the manifest's folder")
         entries.append(e)
     return entries
 
