@@ -446,3 +446,21 @@ def test_sweep_motion_reaches_the_limits(tiny_partnet):
     assert last["lid_spin"] == pytest.approx(2 * np.pi)
     first = seq.meta["joint_values"][0]
     assert all(v == 0.0 for v in first.values())
+
+
+def test_package_urls_resolve_inside_the_ros_package(tmp_path):
+    pkg = tmp_path / "my_robot"
+    (pkg / "urdf").mkdir(parents=True)
+    (pkg / "meshes").mkdir()
+    (pkg / "meshes" / "tri.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+    body = (
+        '<robot name="r"><link name="a"><visual><geometry><mesh filename="{}"/></geometry></visual>'
+        "</link></robot>"
+    )
+    (pkg / "urdf" / "r.urdf").write_text(body.format("package://my_robot/meshes/tri.obj"))
+    obj = load_articulated(pkg / "urdf" / "r.urdf")
+    np.testing.assert_allclose(obj.part("a").vertices, [[0, 0, 0], [1, 0, 0], [0, 1, 0]])
+    (tmp_path / "secret.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+    (pkg / "urdf" / "r.urdf").write_text(body.format("package://my_robot/../secret.obj"))
+    with pytest.raises(UnsafePathError, match="escapes"):
+        load_articulated(pkg / "urdf" / "r.urdf")

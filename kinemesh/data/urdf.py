@@ -153,13 +153,18 @@ class _Reader:
 def resolve_asset(folder: Path, filename: str, urdf_path: Path) -> Path:
     """Resolve a mesh filename of ``urdf_path`` inside ``folder``; refuse paths that leave it.
 
-    ``package://pkg/rest`` and ``file://`` prefixes are accepted and resolved inside the folder.
-    Raises UnsafePathError (absolute path or escaping ``..``/symlink) or InputFileError (missing file).
+    ``package://pkg/rest`` resolves ``rest`` inside the nearest ancestor folder named ``pkg`` (the ROS
+    package root, e.g. ``pkg/urdf/robot.urdf`` with ``pkg/meshes/``), else inside ``folder``; a
+    ``file://`` prefix is stripped. Raises UnsafePathError (absolute path or escaping ``..``/symlink) or
+    InputFileError (missing file).
     """
     name = filename.strip()
     if name.startswith("package://"):
         rest = name[len("package://") :]
-        name = rest.split("/", 1)[1] if "/" in rest else rest
+        pkg, _, name = rest.partition("/")
+        package_root = next((a for a in (folder.resolve(), *folder.resolve().parents) if a.name == pkg), None)
+        if package_root is not None:
+            folder = package_root
     elif name.startswith("file://"):
         name = name[len("file://") :]
     if not name:
