@@ -19,7 +19,7 @@ from kinemesh.errors import ConfigError, InputFileError
 from kinemesh.model import _geometry as geo
 from kinemesh.model.checkpoint import DEFAULT_CHECKPOINT, load_weights, read_config, save_weights
 from kinemesh.model.config import Config, preset
-from kinemesh.model.network import KinematicVAE
+from kinemesh.model.network import KinematicVAE, skin_blend
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +158,7 @@ class NeuralInstanceDecoder:
         """Deformed sample points: z (..., D) -> (..., P, 3) metres."""
         zf, batch = self._flat(z)
         if self.cfg.head == "dq_skinning":
-            dq = geo.dq_blend(self._token_dq(zf)[:, None], self._weights)  # (B, P, 8)
+            dq = skin_blend(self._token_dq(zf), self._weights)  # (B, P, 8)
             xn = geo.dq_apply(dq, self._qn)
         elif self.cfg.head == "per_point_dq":
             xn = geo.dq_apply(self._point_out(zf), self._qn)
@@ -174,7 +174,7 @@ class NeuralInstanceDecoder:
         """
         zf, batch = self._flat(z)
         if self.cfg.head == "dq_skinning":
-            dq = geo.dq_blend(self._token_dq(zf)[:, None], self._vertex_weights)  # (B, N, 8)
+            dq = skin_blend(self._token_dq(zf), self._vertex_weights)  # (B, N, 8)
             xn = geo.dq_apply(dq, self._vn)
         elif self.cfg.head == "per_point_dq":
             dq = self._point_out(zf)

@@ -65,7 +65,7 @@ class TrainConfig:
 
     batch_size: int = 16
     """Pairs per optimisation step (per process under DDP)."""
-    n_points: int = 512
+    n_points: int = 256
     """Surface points sampled per training pair (inference uses more, e.g. 2048)."""
     lr: float = 5e-4
     """AdamW learning rate (peak, after warm-up)."""

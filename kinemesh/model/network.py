@@ -224,7 +224,7 @@ class Decoder(nn.Module):
                 weights = self.skin_weights(query, h_cond)
             with torch.autocast(q32.device.type, enabled=False):
                 dq = self.token_transforms(_up(tokens), self.pivots(q32, weights))
-                point_dq = geo.dq_blend(dq[:, None], weights)
+                point_dq = skin_blend(dq, weights)
                 return geo.dq_apply(point_dq, q32)
         feats = self.query_features(query, tokens)
         with torch.autocast(q32.device.type, enabled=False):
@@ -232,6 +232,23 @@ class Decoder(nn.Module):
             if self.cfg.head == "displacement":
                 return q32 + out
             return geo.dq_apply(out, q32)
+
+
+def skin_blend(dq: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """Dual-quaternion blending of K shared transforms for many points, as one matmul.
+
+    dq (B, K, 8) token transforms, weights (B or 1, P, K) -> unit DQs (B, P, 8). Equals
+    ``kinemesh.geometry.dualquat.blend(dq[:, None], weights)``: each transform is sign-flipped to the
+    hemisphere of the point's largest-weight transform (the flips are piecewise constant in z, so they carry
+    no derivative), then weights @ dq, then normalisation. Avoids the (B, P, K, 8) intermediate.
+    """
+    B = dq.shape[0]
+    w = weights.expand(B, -1, -1)
+    with torch.no_grad():
+        dots = dq[..., :4] @ dq[..., :4].transpose(1, 2)  # (B, K, K) real-part dot products
+        pivot = w.argmax(-1)  # (B, P)
+        sign = torch.where(torch.gather(dots, 1, pivot[..., None].expand(-1, -1, dq.shape[1])) < 0, -1.0, 1.0)
+    return geo.dq_normalize((w * sign.to(w.dtype)) @ dq)
 
 
 class KinematicVAE(nn.Module):
