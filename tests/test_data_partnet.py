@@ -452,6 +452,7 @@ def test_package_urls_resolve_inside_the_ros_package(tmp_path):
     pkg = tmp_path / "my_robot"
     (pkg / "urdf").mkdir(parents=True)
     (pkg / "meshes").mkdir()
+    (pkg / "package.xml").write_text("<package><name>my_robot</name></package>")
     (pkg / "meshes" / "tri.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
     body = (
         '<robot name="r"><link name="a"><visual><geometry><mesh filename="{}"/></geometry></visual>'
@@ -463,4 +464,9 @@ def test_package_urls_resolve_inside_the_ros_package(tmp_path):
     (tmp_path / "secret.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
     (pkg / "urdf" / "r.urdf").write_text(body.format("package://my_robot/../secret.obj"))
     with pytest.raises(UnsafePathError, match="escapes"):
+        load_articulated(pkg / "urdf" / "r.urdf")
+    # without package.xml the ancestor is not a package: only the URDF's own folder is searched
+    (pkg / "package.xml").unlink()
+    (pkg / "urdf" / "r.urdf").write_text(body.format("package://my_robot/meshes/tri.obj"))
+    with pytest.raises(InputFileError, match="not found"):
         load_articulated(pkg / "urdf" / "r.urdf")

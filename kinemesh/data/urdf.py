@@ -153,8 +153,9 @@ class _Reader:
 def resolve_asset(folder: Path, filename: str, urdf_path: Path) -> Path:
     """Resolve a mesh filename of ``urdf_path`` inside ``folder``; refuse paths that leave it.
 
-    ``package://pkg/rest`` resolves ``rest`` inside the nearest ancestor folder named ``pkg`` (the ROS
-    package root, e.g. ``pkg/urdf/robot.urdf`` with ``pkg/meshes/``), else inside ``folder``; a
+    ``package://pkg/rest`` resolves ``rest`` inside the nearest ancestor folder named ``pkg`` that holds a
+    ``package.xml`` (a ROS package root, e.g. ``pkg/urdf/robot.urdf`` with ``pkg/meshes/``), else inside
+    ``folder``; a
     ``file://`` prefix is stripped. Raises UnsafePathError (absolute path or escaping ``..``/symlink) or
     InputFileError (missing file).
     """
@@ -162,7 +163,14 @@ def resolve_asset(folder: Path, filename: str, urdf_path: Path) -> Path:
     if name.startswith("package://"):
         rest = name[len("package://") :]
         pkg, _, name = rest.partition("/")
-        package_root = next((a for a in (folder.resolve(), *folder.resolve().parents) if a.name == pkg), None)
+        package_root = next(
+            (
+                a
+                for a in (folder.resolve(), *folder.resolve().parents)
+                if a.name == pkg and (a / "package.xml").is_file()
+            ),
+            None,
+        )
         if package_root is not None:
             folder = package_root
     elif name.startswith("file://"):
