@@ -161,3 +161,17 @@ def test_load_sequence_dispatch(tmp_path, tiny_sequence):
     (tmp_path / "x.bin").write_bytes(b"123")
     with pytest.raises(InputFileError, match="unsupported input"):
         load_sequence(tmp_path / "x.bin")
+
+
+def test_gltf_with_escaping_buffer_uri_is_refused(tmp_path):
+    import json
+
+    from kinemesh.errors import UnsafePathError
+
+    doc = {"asset": {"version": "2.0"}, "buffers": [{"uri": "../secret.bin", "byteLength": 4}]}
+    (tmp_path / "evil.gltf").write_text(json.dumps(doc))
+    with pytest.raises(UnsafePathError, match=r"evil\.gltf: buffers uri '\.\./secret\.bin' leaves"):
+        load_mesh(tmp_path / "evil.gltf")
+    box = trimesh.creation.box()
+    box.export(tmp_path / "ok.gltf")  # trimesh writes an embedded (data:) buffer
+    assert len(load_mesh(tmp_path / "ok.gltf").faces) == 12

@@ -66,6 +66,8 @@ def load_mesh(path: str | os.PathLike, max_vertices: int | None = DEFAULT_MAX_VE
         )
     if path.stat().st_size == 0:
         raise InputFileError(path, "file is empty")
+    if suffix == ".gltf":
+        _check_gltf_uris(path)
     try:
         if suffix == ".obj":
             mesh = trimesh.Trimesh(*read_obj_geometry(path), process=False)
@@ -94,6 +96,24 @@ def load_mesh(path: str | os.PathLike, max_vertices: int | None = DEFAULT_MAX_VE
     if max_vertices and len(mesh.vertices) > max_vertices:
         mesh = decimate(mesh, max_vertices, name=str(path))
     return mesh
+
+
+def _check_gltf_uris(path: Path) -> None:
+    """Refuse a .gltf whose buffers/images point outside its folder (absolute, ``..``, other schemes)."""
+    from kinemesh.errors import UnsafePathError
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputFileError(path, f"not valid glTF JSON ({exc})") from None
+    root = path.parent.resolve()
+    for key in ("buffers", "images"):
+        for item in doc.get(key, []) if isinstance(doc, dict) else []:
+            uri = item.get("uri") if isinstance(item, dict) else None
+            if not uri or uri.startswith("data:"):
+                continue
+            if "://" in uri or os.path.isabs(uri) or not (root / uri).resolve().is_relative_to(root):
+                raise UnsafePathError(path, f"{key} uri '{uri[:80]}' leaves the file's folder")
 
 
 def read_obj_geometry(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
