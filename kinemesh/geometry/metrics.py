@@ -1,0 +1,534 @@
+"""Evaluation metrics: Chamfer-L1/L2 to the other surface, volumetric IoU, joint-axis errors, motion-type
+precision/recall, motion explained, vertex error and within-part rigidity.
+
+Normalization (DESIGN.md): callers normalize the rest shape with :mod:`kinemesh.geometry.normalize` and apply
+the same transform to every compared shape *before* calling these functions; the functions themselves work in
+whatever units they are given.
+
+Chamfer follows DESIGN.md: the distance from surface samples of each shape to the **other shape's surface**
+(exact point-to-triangle distance), averaged over both directions with weight 0.5 each, so that two identical
+meshes score 0 regardless of the sample count. Point-to-point nearest neighbours are used only for a side given
+as a bare point cloud (no faces). ``*_reference`` functions are slow brute-force numpy versions used by tests.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from kinemesh.errors import ConfigError
+from kinemesh.geometry.sampling import sample_surface
+
+# ------------------------------------------------------------------------------------ point-triangle kernel
+
+
+def _seg_sqdist(p, u, v):
+    """Squared distance from points p to segments [u, v] (all (n, 3))."""
+    e = v - u
+    ee = np.einsum("ij,ij->i", e, e)
+    t = np.einsum("ij,ij->i", p - u, e) / np.where(ee > 0, ee, 1.0)
+    t = np.clip(t, 0.0, 1.0)
+    diff = p - u - t[:, None] * e
+    return np.einsum("ij,ij->i", diff, diff)
+
+
+def point_triangle_sqdist(p, a, b, c):
+    """Exact squared distance from points to triangles, row by row.
+
+    Parameters
+    ----------
+    p, a, b, c : (n, 3) float, query points and triangle corners (metres).
+
+    Returns
+    -------
+    (n,) float64 squared distances (m^2). Degenerate (zero-area) triangles are treated as their edges.
+
+    Notes
+    -----
+    If the orthogonal projection of ``p`` onto the triangle's plane falls inside the triangle the distance is
+    the plane distance; otherwise the closest point lies on one of the three edges.
+    """
+    p = np.asarray(p, dtype=np.float64)
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    n = np.cross(b - a, c - a)
+    nn = np.einsum("ij,ij->i", n, n)
+    pa, pb, pc = p - a, p - b, p - c
+    s1 = np.einsum("ij,ij->i", np.cross(b - a, pa), n)
+    s2 = np.einsum("ij,ij->i", np.cross(c - b, pb), n)
+    s3 = np.einsum("ij,ij->i", np.cross(a - c, pc), n)
+    # relative threshold: triangles whose area is negligible vs their edge lengths are handled as segments
+    scale = np.maximum.reduce([np.einsum("ij,ij->i", x, x) for x in (b - a, c - b, a - c)])
+    good = nn > 1e-24 * np.maximum(scale, 1e-300) ** 2
+    inside = good & (s1 >= 0) & (s2 >= 0) & (s3 >= 0)
+    plane = np.einsum("ij,ij->i", pa, n) ** 2 / np.where(good, nn, 1.0)
+    edge = np.minimum(np.minimum(_seg_sqdist(p, a, b), _seg_sqdist(p, b, c)), _seg_sqdist(p, c, a))
+    return np.where(inside, plane, edge)
+
+
+# ---------------------------------------------------------------------------------- point-to-surface (fast)
+
+
+class _SurfaceIndex:
+    """Exact nearest-triangle search with KD-trees over face centroids (numpy + scipy only).
+
+    Every triangle f lies inside the ball of radius r_f around its centroid c_f, so it can only be closer to a
+    query than an upper bound ``ub`` if ``|p - c_f| <= ub + r_f``. Faces are bucketed by r_f (factor-2 size
+    classes, one cKDTree each) so that one big triangle does not inflate the search radius of small ones; k-NN
+    queries per bucket grow until the k-th centroid is beyond ``ub + max r``. Candidates are then screened with
+    the cheap plane-distance lower bound before the exact point-triangle distance is evaluated.
+    """
+
+    def __init__(self, vertices, faces):
+        v = np.asarray(vertices, dtype=np.float64)
+        f = np.asarray(faces, dtype=np.int64)
+        self.v, self.f = v, f
+        tri = v[f]
+        self.a, self.b, self.c = tri[:, 0].copy(), tri[:, 1].copy(), tri[:, 2].copy()
+        centroid = tri.mean(axis=1)
+        radius = np.linalg.norm(tri - centroid[:, None, :], axis=2).max(axis=1)
+        n = np.cross(self.b - self.a, self.c - self.a)
+        nn = np.linalg.norm(n, axis=1)
+        self.unit_n = n / np.where(nn > 0, nn, 1.0)[:, None]  # zero rows for degenerate faces: lb = 0
+        self.tree = cKDTree(centroid)
+        rmax = max(float(radius.max()), 1e-300)
+        cls = np.clip(np.floor(np.log2(rmax / np.maximum(radius, 1e-300))), 0, 24).astype(np.int64)
+        self.buckets = []
+        for c in np.unique(cls):
+            ids = np.flatnonzero(cls == c)
+            self.buckets.append((cKDTree(centroid[ids]), ids, float(radius[ids].max())))
+
+    def _exact(self, q, rows, fids, ub2):
+        """Update ub2[rows] with exact squared distances of q[rows] to faces fids (plane bound first)."""
+        plane = np.einsum("ij,ij->i", q[rows] - self.a[fids], self.unit_n[fids]) ** 2
+        keep = plane < ub2[rows]
+        rows, fids = rows[keep], fids[keep]
+        if len(rows) == 0:
+            return
+        d2 = point_triangle_sqdist(q[rows], self.a[fids], self.b[fids], self.c[fids])
+        np.minimum.at(ub2, rows, d2)
+
+    def sqdist(self, q, chunk: int = 8192) -> np.ndarray:
+        out = np.empty(len(q))
+        for s in range(0, len(q), chunk):
+            out[s : s + chunk] = self._sqdist_chunk(q[s : s + chunk])
+        return out
+
+    def _sqdist_chunk(self, q):
+        m = len(self.f)
+        nq = len(q)
+        # initial upper bound: exact distance to the faces of the few nearest centroids
+        k = min(4, m)
+        _, j = self.tree.query(q, k=k, workers=-1)
+        j = j.reshape(nq, k)
+        ub2 = np.full(nq, np.inf)
+        rows = np.repeat(np.arange(nq), k)
+        d2 = point_triangle_sqdist(q[rows], self.a[j.ravel()], self.b[j.ravel()], self.c[j.ravel()])
+        np.minimum.at(ub2, rows, d2)
+        for tree, ids, rb in self.buckets:
+            mb = len(ids)
+            todo = np.arange(nq)
+            k_prev, k = 0, min(16, mb)
+            while len(todo):
+                d, j = tree.query(q[todo], k=k, workers=-1)
+                d = d.reshape(len(todo), k)[:, k_prev:]
+                j = j.reshape(len(todo), k)[:, k_prev:]
+                radius = np.sqrt(ub2[todo]) + rb
+                hit = d <= radius[:, None]
+                r_idx, c_idx = np.nonzero(hit)
+                if len(r_idx):
+                    self._exact(q, todo[r_idx], ids[j[r_idx, c_idx]], ub2)
+                if k >= mb:
+                    break
+                # every face of this bucket within the search radius has been seen once the last neighbour
+                # is beyond it (the radius only shrinks as ub2 improves)
+                done = d[:, -1] > np.sqrt(ub2[todo]) + rb
+                todo = todo[~done]
+                k_prev, k = k, min(k * 4, mb)
+        return ub2
+
+
+def point_to_surface_distance(points, vertices, faces, squared: bool = False) -> np.ndarray:
+    """Exact distance from each point to a triangle mesh surface (fast KD-tree prefilter).
+
+    Parameters
+    ----------
+    points : (n, 3) float, query points (metres).
+    vertices : (N, 3) float; faces : (M, 3) int, the surface.
+    squared : return squared distances (m^2).
+
+    Returns
+    -------
+    (n,) float64 distances in metres.
+
+    Raises
+    ------
+    ConfigError
+        If the mesh has no faces or shapes are wrong.
+    """
+    q = _points(points, "points")
+    v = _points(vertices, "vertices")
+    f = _faces(faces, len(v))
+    if len(q) == 0:
+        return np.zeros(0)
+    d2 = _SurfaceIndex(v, f).sqdist(q)
+    return d2 if squared else np.sqrt(d2)
+
+
+def point_to_surface_distance_reference(points, vertices, faces, squared: bool = False) -> np.ndarray:
+    """Brute-force reference for :func:`point_to_surface_distance` (every point against every triangle).
+
+    O(n * M); only for small inputs (tests).
+    """
+    q = _points(points, "points")
+    v = _points(vertices, "vertices")
+    f = _faces(faces, len(v))
+    out = np.empty(len(q))
+    for i, p in enumerate(q):
+        pp = np.broadcast_to(p, (len(f), 3))
+        out[i] = point_triangle_sqdist(pp, v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]).min()
+    return out if squared else np.sqrt(out)
+
+
+# -------------------------------------------------------------------------------------------------- Chamfer
+
+
+def chamfer(
+    a,
+    b,
+    a_faces=None,
+    b_faces=None,
+    n_samples: int = 10000,
+    seed: int = 0,
+    squared: bool = False,
+    one_sided: bool = False,
+) -> float:
+    """Chamfer distance between two shapes, each a mesh (vertices + faces) or a bare point cloud.
+
+    Parameters
+    ----------
+    a, b : (n, 3) float vertices or points (metres); a ``trimesh.Trimesh`` is also accepted (its faces are used).
+    a_faces, b_faces : (m, 3) int or None. With faces, ``n_samples`` area-weighted surface samples are drawn and
+        distances *to* that shape are exact point-to-triangle distances; without, all given points are used and
+        distances to it are nearest-point distances (scipy cKDTree).
+    n_samples : samples per meshed side.
+    seed : sampling seed (side a uses stream 0, side b stream 1).
+    squared : Chamfer-L2 (mean squared distances, m^2) instead of Chamfer-L1 (mean distances, m).
+    one_sided : return only the mean over a's samples of the distance to b (for partial observations a).
+
+    Returns
+    -------
+    float: ``0.5 * (mean d(a -> b) + mean d(b -> a))``, or ``mean d(a -> b)`` when ``one_sided``.
+    """
+    av, af = _mesh_or_points(a, a_faces, "a")
+    bv, bf = _mesh_or_points(b, b_faces, "b")
+    pa = _samples(av, af, n_samples, seed, 0)
+    d_ab = _dist_to(pa, bv, bf, squared)
+    if one_sided:
+        return float(d_ab.mean())
+    pb = _samples(bv, bf, n_samples, seed, 1)
+    d_ba = _dist_to(pb, av, af, squared)
+    return float(0.5 * (d_ab.mean() + d_ba.mean()))
+
+
+def chamfer_reference(
+    a, b, a_faces=None, b_faces=None, n_samples: int = 10000, seed: int = 0, squared=False, one_sided=False
+) -> float:
+    """Brute-force numpy reference of :func:`chamfer` (same samples, exhaustive distances); small inputs only."""
+    av, af = _mesh_or_points(a, a_faces, "a")
+    bv, bf = _mesh_or_points(b, b_faces, "b")
+
+    def dist(p, v, f):
+        if f is None:
+            d2 = ((p[:, None, :] - v[None, :, :]) ** 2).sum(-1).min(axis=1)
+        else:
+            d2 = point_to_surface_distance_reference(p, v, f, squared=True)
+        return d2 if squared else np.sqrt(d2)
+
+    d_ab = dist(_samples(av, af, n_samples, seed, 0), bv, bf)
+    if one_sided:
+        return float(d_ab.mean())
+    d_ba = dist(_samples(bv, bf, n_samples, seed, 1), av, af)
+    return float(0.5 * (d_ab.mean() + d_ba.mean()))
+
+
+def _samples(v, f, n, seed, stream):
+    if f is None:
+        return v
+    return sample_surface(v, f, n, seed=np.random.default_rng([int(seed), stream]))[0]
+
+
+def _dist_to(p, v, f, squared):
+    if f is None:
+        d, _ = cKDTree(v).query(p, k=1, workers=-1)
+        return d**2 if squared else d
+    return point_to_surface_distance(p, v, f, squared=squared)
+
+
+# ------------------------------------------------------------------------------------------ volumetric IoU
+
+
+def volumetric_iou(mesh_a, mesh_b, n_points: int = 100000, seed: int = 0, method: str = "auto",
+                   voxel_resolution: int = 64) -> float:
+    """Volumetric IoU of two meshes.
+
+    Parameters
+    ----------
+    mesh_a, mesh_b : ``trimesh.Trimesh`` or ``(vertices (n, 3), faces (m, 3))``.
+    n_points : uniform random query points in the union bounding box (``method="contains"``).
+    seed : query-point seed.
+    method : ``"contains"`` (occupancy of the same random points, ray-tested with embree; needs watertight
+        meshes), ``"voxel"`` (filled voxel occupancy on a shared grid whose pitch is the union bounding box's
+        longest side / ``voxel_resolution``; open surfaces then count only their surface voxels), or
+        ``"auto"``: contains when both meshes are watertight, voxel otherwise.
+
+    Returns
+    -------
+    float in [0, 1]; 1.0 if both shapes are empty.
+    """
+    ma, mb = _trimesh(mesh_a), _trimesh(mesh_b)
+    if method == "auto":
+        method = "contains" if (ma.is_watertight and mb.is_watertight) else "voxel"
+    lo = np.minimum(ma.bounds[0], mb.bounds[0])
+    hi = np.maximum(ma.bounds[1], mb.bounds[1])
+    if method == "contains":
+        rng = np.random.default_rng(seed)
+        q = lo + rng.random((int(n_points), 3)) * (hi - lo)
+        ina = ma.contains(q)
+        inb = mb.contains(q)
+        union = np.count_nonzero(ina | inb)
+        return 1.0 if union == 0 else float(np.count_nonzero(ina & inb) / union)
+    if method == "voxel":
+        pitch = float((hi - lo).max()) / float(voxel_resolution)
+        ka = _voxel_keys(ma, pitch)
+        kb = _voxel_keys(mb, pitch)
+        union = len(np.union1d(ka, kb))
+        return 1.0 if union == 0 else float(len(np.intersect1d(ka, kb)) / union)
+    raise ConfigError(f"volumetric_iou: method must be auto, contains or voxel, got {method!r}")
+
+
+def _voxel_keys(mesh, pitch):
+    """Integer keys of filled voxels on the lattice pitch * Z^3 (shared by both meshes)."""
+    from trimesh.voxel import creation
+
+    grid = creation.voxelize(mesh, pitch=pitch).fill()
+    idx = np.round(np.asarray(grid.points) / pitch).astype(np.int64)
+    off = 1 << 20
+    idx = idx + off
+    return np.unique((idx[:, 0] << 42) | (idx[:, 1] << 21) | idx[:, 2])
+
+
+# ------------------------------------------------------------------------------------------- joint errors
+
+
+def axis_angle_error_deg(a, b):
+    """Angle in degrees between axis lines ``a`` and ``b`` (..., 3); sign-invariant (a vs -a is 0 deg).
+
+    Returns a float for single axes, else an array of shape (...).
+
+    Raises
+    ------
+    ConfigError
+        If an axis has zero length.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    na = np.linalg.norm(a, axis=-1)
+    nb = np.linalg.norm(b, axis=-1)
+    if np.any(na == 0) or np.any(nb == 0):
+        raise ConfigError("axis_angle_error_deg: zero-length axis")
+    c = np.abs((a * b).sum(-1)) / (na * nb)
+    # arctan2 of |cross| and |dot| is accurate near 0 deg as well (arccos is not)
+    s = np.linalg.norm(np.cross(a, b), axis=-1) / (na * nb)
+    out = np.degrees(np.arctan2(s, c))
+    return float(out) if out.ndim == 0 else out
+
+
+def axis_line_distance(o1, d1, o2, d2) -> float:
+    """Shortest distance (metres) between the infinite lines ``o1 + s d1`` and ``o2 + t d2`` ((3,) each).
+
+    Skew/intersecting lines: |(o2 - o1) . (d1 x d2)| / |d1 x d2|; (near-)parallel lines: distance of o2 from
+    line 1.
+    """
+    o1, d1, o2, d2 = (np.asarray(x, dtype=np.float64).reshape(3) for x in (o1, d1, o2, d2))
+    n1, n2 = np.linalg.norm(d1), np.linalg.norm(d2)
+    if n1 == 0 or n2 == 0:
+        raise ConfigError("axis_line_distance: zero-length direction")
+    u1, u2 = d1 / n1, d2 / n2
+    w = o2 - o1
+    cr = np.cross(u1, u2)
+    ncr = np.linalg.norm(cr)
+    if ncr < 1e-9:
+        return float(np.linalg.norm(w - (w @ u1) * u1))
+    return float(abs(w @ cr) / ncr)
+
+
+def joint_origin_error(o1, d1, o2, d2, joint_type: str) -> float:
+    """Origin error of a predicted joint (metres).
+
+    Revolute/continuous (and screw) joints: distance between the axis lines (:func:`axis_line_distance`);
+    prismatic joints, whose axis line position is arbitrary: distance between the two origin points.
+    """
+    if joint_type == "prismatic":
+        return float(np.linalg.norm(np.asarray(o1, dtype=np.float64) - np.asarray(o2, dtype=np.float64)))
+    return axis_line_distance(o1, d1, o2, d2)
+
+
+def type_precision_recall(pred, true, classes) -> dict:
+    """Per-class precision, recall and F1 of predicted motion types.
+
+    Parameters
+    ----------
+    pred, true : sequences of labels of equal length.
+    classes : the labels to report.
+
+    Returns
+    -------
+    ``{cls: {"precision", "recall", "f1", "support"}}``. A ratio with a zero denominator (no prediction / no
+    true instance of a class) is NaN.
+    """
+    pred = list(pred)
+    true = list(true)
+    if len(pred) != len(true):
+        raise ConfigError(f"type_precision_recall: {len(pred)} predictions for {len(true)} labels")
+    out = {}
+    for c in classes:
+        tp = sum(1 for p, t in zip(pred, true) if p == c and t == c)
+        n_pred = sum(1 for p in pred if p == c)
+        n_true = sum(1 for t in true if t == c)
+        prec = tp / n_pred if n_pred else float("nan")
+        rec = tp / n_true if n_true else float("nan")
+        f1 = 2 * prec * rec / (prec + rec) if (n_pred and n_true and prec + rec > 0) else (
+            0.0 if (n_pred and n_true) else float("nan"))
+        out[c] = {"precision": prec, "recall": rec, "f1": f1, "support": n_true}
+    return out
+
+
+# ------------------------------------------------------------------------------------------ motion metrics
+
+
+def mean_vertex_error(a, b) -> float:
+    """Mean Euclidean distance between corresponding vertices, (..., N, 3) vs (..., N, 3), in metres."""
+    a = _np(a)
+    b = _np(b)
+    if a.shape != b.shape:
+        raise ConfigError(f"mean_vertex_error: shapes differ {a.shape} vs {b.shape}")
+    return float(np.linalg.norm(a - b, axis=-1).mean())
+
+
+def motion_explained(fit_vertices, target_vertices, rest_vertices) -> float:
+    """Fraction of the target motion explained by a fit: ``1 - sum|fit - target|^2 / sum|rest - target|^2``.
+
+    Parameters
+    ----------
+    fit_vertices, target_vertices : (..., N, 3) float (e.g. (T, N, 3) frames), metres.
+    rest_vertices : (N, 3), broadcast over the leading dimensions.
+
+    Returns
+    -------
+    float: 1 for a perfect fit, 0 for doing nothing (staying at rest), negative when worse than rest; NaN if the
+    target does not move.
+    """
+    f = _np(fit_vertices)
+    t = _np(target_vertices)
+    r = _np(rest_vertices)
+    if f.shape != t.shape:
+        raise ConfigError(f"motion_explained: fit {f.shape} and target {t.shape} differ")
+    den = ((np.broadcast_to(r, t.shape) - t) ** 2).sum()
+    if den <= 0:
+        return float("nan")
+    return float(1.0 - ((f - t) ** 2).sum() / den)
+
+
+def within_part_rigidity(rest_vertices, posed_vertices, part_ids, n_pairs: int = 2000, seed: int = 0) -> float:
+    """Mean change of within-part pairwise distances, as a fraction of the object size.
+
+    Parameters
+    ----------
+    rest_vertices : (N, 3) float, metres.
+    posed_vertices : (N, 3) or (T, N, 3) float, metres.
+    part_ids : (N,) int; vertices with negative ids are ignored.
+    n_pairs : random vertex pairs (both in the same part) to evaluate.
+    seed : pair-sampling seed.
+
+    Returns
+    -------
+    float: ``mean |d_posed(i, j) - d_rest(i, j)| / L`` over pairs (and frames), L the longest side of the rest
+    bounding box. 0 for rigid parts.
+    """
+    r = _np(rest_vertices)
+    p = _np(posed_vertices)
+    ids = np.asarray(part_ids).reshape(-1)
+    if p.shape[-2:] != r.shape or len(ids) != len(r):
+        raise ConfigError(
+            f"within_part_rigidity: rest {r.shape}, posed {p.shape}, part_ids {ids.shape} do not match"
+        )
+    size = float((r.max(axis=0) - r.min(axis=0)).max())
+    if size <= 0:
+        raise ConfigError("within_part_rigidity: rest shape has zero size")
+    valid = np.flatnonzero(ids >= 0)
+    order = valid[np.argsort(ids[valid], kind="stable")]
+    sid = ids[order]
+    starts = np.searchsorted(sid, sid, side="left")
+    ends = np.searchsorted(sid, sid, side="right")
+    count = ends - starts
+    eligible = np.flatnonzero(count >= 2)
+    if len(eligible) == 0:
+        raise ConfigError("within_part_rigidity: no part has two or more vertices")
+    rng = np.random.default_rng(seed)
+    pos_i = eligible[rng.integers(0, len(eligible), n_pairs)]
+    # pick a different member of the same part: offset in [1, count - 1] cyclically within the part's range
+    off = 1 + (rng.random(n_pairs) * (count[pos_i] - 1)).astype(np.int64)
+    pos_j = starts[pos_i] + (pos_i - starts[pos_i] + off) % count[pos_i]
+    i, j = order[pos_i], order[pos_j]
+    d_rest = np.linalg.norm(r[i] - r[j], axis=-1)
+    d_pose = np.linalg.norm(p[..., i, :] - p[..., j, :], axis=-1)
+    return float(np.abs(d_pose - d_rest).mean() / size)
+
+
+# ------------------------------------------------------------------------------------------------- helpers
+
+
+def _np(x) -> np.ndarray:
+    if hasattr(x, "detach"):
+        x = x.detach().cpu().numpy()
+    return np.asarray(x, dtype=np.float64)
+
+
+def _points(x, name) -> np.ndarray:
+    x = _np(x)
+    if x.ndim != 2 or x.shape[1] != 3:
+        raise ConfigError(f"{name} must be an (n, 3) array, got shape {x.shape}")
+    if not np.isfinite(x).all():
+        raise ConfigError(f"{name} contain NaN or inf")
+    return x
+
+
+def _faces(f, n_vertices) -> np.ndarray:
+    f = np.asarray(f, dtype=np.int64)
+    if f.ndim != 2 or f.shape[1] != 3 or len(f) == 0:
+        raise ConfigError(f"faces must be a non-empty (m, 3) int array, got shape {f.shape}")
+    if f.min() < 0 or f.max() >= n_vertices:
+        raise ConfigError(f"faces index outside [0, {n_vertices})")
+    return f
+
+
+def _mesh_or_points(x, faces, name):
+    if faces is None and hasattr(x, "vertices") and hasattr(x, "faces"):
+        x, faces = x.vertices, x.faces
+    v = _points(x, name)
+    if len(v) == 0:
+        raise ConfigError(f"chamfer: {name} is empty")
+    if faces is None:
+        return v, None
+    return v, _faces(faces, len(v))
+
+
+def _trimesh(m):
+    import trimesh
+
+    if isinstance(m, trimesh.Trimesh):
+        return m
+    v, f = m
+    return trimesh.Trimesh(vertices=_np(v), faces=np.asarray(f, dtype=np.int64), process=False)
