@@ -16,7 +16,7 @@ def _hinged_box():
 
     body = trimesh.creation.box(extents=(0.4, 0.3, 0.2))
     lid = trimesh.creation.box(extents=(0.4, 0.3, 0.02))
-    lid.apply_translation((0, 0, 0.11))
+    lid.apply_translation((0, 0, 0.115))  # 5 mm gap: separate components
     v = np.concatenate([body.vertices, lid.vertices])
     f = np.concatenate([body.faces, lid.faces + len(body.vertices)])
     return v, f
