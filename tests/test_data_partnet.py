@@ -134,6 +134,18 @@ def test_junk_in_mobility_json_warns(tmp_path, caplog):
     assert {j.name: j.limits for j in obj.joints}["door_hinge"] == pytest.approx((0.0, HALF_PI))  # URDF wins
 
 
+def test_corrupt_auxiliary_json_is_ignored_with_a_warning(tmp_path, caplog):
+    folder = make_partnet_folder(tmp_path / "badjson")
+    (folder / "mobility_v2.json").write_text("[{oops")
+    (folder / "meta.json").write_text("")
+    with caplog.at_level(logging.WARNING):
+        obj = load_articulated(folder)
+    assert (
+        "mobility_v2.json is not valid JSON" in caplog.text and "meta.json is not valid JSON" in caplog.text
+    )
+    assert obj.meta["file_up"] == "y" and len(obj.movable_joints) == 4  # still the PartNet convention
+
+
 def test_junk_numbers_warn_and_fall_back(tmp_path, caplog):
     urdf = URDF.replace('<origin xyz="0.5 0.5 0.5"/>', '<origin xyz="0.5 0.5 oops"/>').replace(
         '<limit lower="0.0" upper="1.5707963267948966"/>', '<limit lower="abc" upper="nan"/>'

@@ -132,13 +132,18 @@ def _read_semantics(path: Path, warnings: list[str]) -> dict[str, tuple[str, str
     return out
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path, warnings: list[str]) -> Any:
+    """An auxiliary JSON file (mobility_v2.json, meta.json): None when absent or unreadable (warned);
+    the URDF alone defines the kinematics."""
     if not path.is_file():
         return None
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputFileError(path, f"not valid JSON ({exc})") from None
+        msg = f"{path.name} is not valid JSON ({exc}); ignored"
+        warnings.append(msg)
+        log.warning("%s: %s", path.parent, msg)
+        return None
 
 
 def _num(x, default=None):
@@ -161,7 +166,8 @@ def load_articulated(
     folder_or_urdf : an object folder (``mobility.urdf`` or a single ``*.urdf`` inside) or a ``.urdf`` path.
     max_vertices : total vertex budget; parts are decimated proportionally (with a warning) above it.
     up : ``"y"`` (PartNet-Mobility file convention) or ``"z"`` (ROS); default: ``"y"`` when the folder has
-        ``mobility_v2.json`` or the file is named ``mobility*.urdf``, else ``"z"``.
+        ``mobility_v2.json`` or the file is named ``mobility*.urdf``, else ``"z"``. An unreadable
+        ``mobility_v2.json`` / ``meta.json`` is ignored with a warning (the URDF defines the kinematics).
 
     Raises
     ------
@@ -175,7 +181,7 @@ def load_articulated(
     folder = urdf_path.parent
     urdf = read_urdf(urdf_path)
     warnings = list(urdf.warnings)
-    mobility = _read_json(folder / "mobility_v2.json")
+    mobility = _read_json(folder / "mobility_v2.json", warnings)
     if up is None:
         up = "y" if (mobility is not None or urdf_path.name.startswith("mobility")) else "z"
     if up not in ("y", "z"):
@@ -206,7 +212,7 @@ def load_articulated(
     file_frame = np.linalg.inv(_homogeneous(Y_UP_TO_Z_UP)) @ W  # URDF root frame -> file frame
 
     semantics = _read_semantics(folder / "semantics.txt", warnings)
-    meta_json = _read_json(folder / "meta.json") or {}
+    meta_json = _read_json(folder / "meta.json", warnings) or {}
     if not isinstance(meta_json, dict):
         meta_json = {}
 
