@@ -298,6 +298,20 @@ def test_write_partnet_folder_round_trip_of_synthetic_object(tmp_path):
     assert door["jointData"]["limit"]["b"] == pytest.approx(np.degrees(2.0))
 
 
+def test_round_trip_keeps_coincident_vertices(tmp_path):
+    v = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 0, 0], [1, 1, 0]], float)  # vertex 3 repeats vertex 1
+    f = np.array([[0, 1, 2], [3, 4, 2]])
+    obj = ArticulatedObject(
+        [Part("a", v, f), Part("b", v + [0, 0, 1], f)],
+        [Joint("j", "revolute", "a", "b", [0, 0, 1], [0, 0, 0], (0, 1))],
+    )
+    back = load_articulated(write_partnet_folder(obj, tmp_path / "dup"))
+    _assert_same_object(obj, back)
+    merged = load_articulated(tmp_path / "dup", merge_vertices=True)
+    assert len(merged.part("a").vertices) == 4
+    np.testing.assert_array_equal(merged.part("a").faces, [[0, 1, 2], [1, 3, 2]])
+
+
 def test_write_is_atomic_on_error(tiny_partnet, tmp_path, monkeypatch):
     import kinemesh.data.partnet as partnet
 

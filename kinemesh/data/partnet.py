@@ -73,17 +73,17 @@ def _apply(T: np.ndarray, v: np.ndarray) -> np.ndarray:
     return v @ T[:3, :3].T + T[:3, 3]
 
 
-def _visual_mesh(vis, cache: dict) -> tuple[np.ndarray, np.ndarray]:
-    """Vertices (n, 3) and faces (m, 3) of one URDF visual in its geometry frame."""
+def _visual_mesh(vis, cache: dict, merge: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices (n, 3) and faces (m, 3) of one URDF visual in its geometry frame (``merge``: merge
+    coincident vertices)."""
     import trimesh
 
     if vis.kind == "mesh":
         key = str(vis.path)
         if key not in cache:
             m = load_mesh(vis.path, max_vertices=None, process=False)
-            cache[key] = merge_duplicate_vertices(
-                np.asarray(m.vertices, dtype=np.float64), np.asarray(m.faces)
-            )
+            v, f = np.asarray(m.vertices, dtype=np.float64), np.asarray(m.faces, dtype=np.int64)
+            cache[key] = merge_duplicate_vertices(v, f) if merge else (v, f)
         v, f = cache[key]
         return v * vis.scale, f
     if vis.kind == "box":
@@ -158,6 +158,7 @@ def load_articulated(
     folder_or_urdf: str | os.PathLike,
     max_vertices: int | None = DEFAULT_MAX_VERTICES,
     up: str | None = None,
+    merge_vertices: bool | None = None,
 ) -> ArticulatedObject:
     """Load a PartNet-Mobility folder or any URDF as an ArticulatedObject in the kinemesh frame (Z up, m).
 
@@ -168,6 +169,8 @@ def load_articulated(
     up : ``"y"`` (PartNet-Mobility file convention) or ``"z"`` (ROS); default: ``"y"`` when the folder has
         ``mobility_v2.json`` or the file is named ``mobility*.urdf``, else ``"z"``. An unreadable
         ``mobility_v2.json`` / ``meta.json`` is ignored with a warning (the URDF defines the kinematics).
+    merge_vertices : merge exactly coincident vertices of each mesh file (texture seams of real assets);
+        default: yes, except for folders written by :func:`write_partnet_folder` (read back exactly).
 
     Raises
     ------
@@ -215,6 +218,11 @@ def load_articulated(
     meta_json = _read_json(folder / "meta.json", warnings) or {}
     if not isinstance(meta_json, dict):
         meta_json = {}
+    if merge_vertices is None:
+        # Real assets split vertices along texture seams: merge them. Folders written by
+        # write_partnet_folder are read back exactly as written.
+        merge_vertices = not isinstance(meta_json.get("kinemesh"), dict)
+    merge = bool(merge_vertices)
 
     # ---- parts
     cache: dict = {}
@@ -224,7 +232,7 @@ def load_articulated(
             continue
         verts, faces, offset = [], [], 0
         for vis in link.visuals:
-            v, f = _visual_mesh(vis, cache)
+            v, f = _visual_mesh(vis, cache, merge)
             verts.append(_apply(W @ T[name] @ vis.transform, v))
             faces.append(f + offset)
             offset += len(v)
