@@ -1,0 +1,153 @@
+"""Boundary conditions (NeuROK Sec. 5.3): initial state from positions/velocities of selected vertices.
+
+(q0, qd0) minimise ||x_sel - F(q0)_sel||^2 + ||xd_sel - J_sel qd0||^2; the two terms decouple: q0 by a
+damped Gauss-Newton (Levenberg-Marquardt) solve from a few starts, then qd0 by linear least squares at q0.
+A small Tikhonov term towards the rest state (positions) / zero (velocities) picks the least-motion answer
+when the selection does not determine every coordinate. Pokes (impulses) map to velocities through the
+generalized impulse: qd0 += M(q0)^-1 J_sel^T p.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from kinemesh.dynamics.eom import kinematics, mass_matrix, _solve
+from kinemesh.dynamics.system import Handles, System
+from kinemesh.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class InitialState:
+    """Result of a boundary-condition solve: q0, qd0 (k,) float64 tensors and the RMS residuals of the
+    selected vertices' positions (m) and velocities (m/s)."""
+
+    q0: torch.Tensor
+    qd0: torch.Tensor
+    position_rms: float = 0.0
+    velocity_rms: float = 0.0
+
+
+def _size(system: System) -> float:
+    rp = system.decoder.rest_points.detach().double()
+    return float((rp.max(0).values - rp.min(0).values).max()) or 1.0
+
+
+def solve_positions(system: System, handles: Handles, targets, q_init=None, n_starts: int = 3,
+                    iters: int = 40, reg: float = 1e-4, seed: int = 0) -> tuple[torch.Tensor, float]:
+    """q (k,) whose handles best reach ``targets`` (h, 3) metres, and the RMS residual (m).
+
+    Levenberg-Marquardt on r(q) = x_h(q) - targets plus sqrt(reg) * size * (q - q_rest) and the soft barrier
+    (plausible states only). Starts: ``q_init`` (default q_rest) and ``n_starts - 1`` prior samples.
+    """
+    targets = torch.as_tensor(np.asarray(targets, dtype=np.float64)).reshape(-1, 3)
+    if targets.shape[0] != len(handles):
+        raise ConfigError(f"{targets.shape[0]} targets for {len(handles)} selected vertices")
+    if not torch.isfinite(targets).all():
+        raise ConfigError("target positions must be finite")
+    rp = system.decoder.rest_points.detach().double()
+    size = _size(system)
+    lam_reg = reg * size * size
+    k = system.dim
+    mu = system.prior_mean
+    gen = torch.Generator().manual_seed(seed)
+    starts = [system.q_rest.clone() if q_init is None else torch.as_tensor(q_init, dtype=torch.float64).clone()]
+    for _ in range(max(0, n_starts - 1)):
+        starts.append(mu + torch.randn(k, generator=gen, dtype=torch.float64))
+    r_b = system.barrier_radius
+
+    def cost_terms(q, kin):
+        r = (handles.positions(kin.x, rp) - targets).reshape(-1)
+        Jh = handles.jacobian(kin.J).reshape(k, -1).T  # (3h, k)
+        excess = ((q - mu).abs() - r_b).clamp_min(0.0)
+        return r, Jh, excess
+
+    def cost(q, kin):
+        r, _, excess = cost_terms(q, kin)
+        return float(r @ r + lam_reg * ((q - system.q_rest) ** 2).sum() + size * size * (excess ** 2).sum())
+
+    best_q, best_c = None, np.inf
+    for q in starts:
+        kin = kinematics(system, q)
+        c = cost(q, kin)
+        damping = 1e-3
+        for _ in range(iters):
+            r, Jh, excess = cost_terms(q, kin)
+            wb = size * size * (excess > 0).double()
+            A = Jh.T @ Jh + lam_reg * torch.eye(k, dtype=torch.float64) + torch.diag(wb)
+            g = Jh.T @ r + lam_reg * (q - system.q_rest) + wb * excess * torch.sign(q - mu)
+            improved = False
+            for _ in range(8):
+                dq = -_solve(A + damping * (torch.diag(torch.diag(A)) + 1e-12 * torch.eye(k, dtype=A.dtype)), g)
+                qn = q + dq
+                kn = kinematics(system, qn)
+                cn = cost(qn, kn)
+                if np.isfinite(cn) and cn < c:
+                    q, kin, improved = qn, kn, True
+                    damping = max(damping / 3.0, 1e-9)
+                    rel = (c - cn) / max(c, 1e-300)
+                    c = cn
+                    break
+                damping *= 4.0
+            if not improved or rel < 1e-10:
+                break
+        if c < best_c:
+            best_q, best_c = q, c
+    kin = kinematics(system, best_q)
+    r = handles.positions(kin.x, rp) - targets
+    return best_q, float(torch.sqrt((r * r).sum(-1).mean()))
+
+
+def solve_velocities(system: System, handles: Handles, q0: torch.Tensor, velocities,
+                     reg: float = 1e-8) -> tuple[torch.Tensor, float]:
+    """qd0 (k,) least-squares matching handle velocities ``velocities`` (h, 3) m/s at q0, and the RMS
+    residual (m/s)."""
+    v = torch.as_tensor(np.asarray(velocities, dtype=np.float64)).reshape(-1, 3)
+    if v.shape[0] != len(handles):
+        raise ConfigError(f"{v.shape[0]} velocities for {len(handles)} selected vertices")
+    if not torch.isfinite(v).all():
+        raise ConfigError("velocities must be finite")
+    kin = kinematics(system, q0)
+    k = system.dim
+    Jh = handles.jacobian(kin.J).reshape(k, -1).T  # (3h, k)
+    A = Jh.T @ Jh
+    lam = reg * (float(torch.trace(A)) / k + 1e-300)
+    qd = _solve(A + lam * torch.eye(k, dtype=A.dtype), Jh.T @ v.reshape(-1))
+    res = (Jh @ qd - v.reshape(-1)).reshape(-1, 3)
+    return qd, float(torch.sqrt((res * res).sum(-1).mean()))
+
+
+def solve_initial_state(system: System, handles: Handles, positions=None, velocities=None, **kw) -> InitialState:
+    """(q0, qd0) from positions (h, 3) m and/or velocities (h, 3) m/s of the handle vertices.
+
+    Missing positions keep q0 = q_rest; missing velocities give qd0 = 0. Extra keywords go to
+    :func:`solve_positions`.
+    """
+    if positions is not None:
+        q0, prms = solve_positions(system, handles, positions, **kw)
+    else:
+        q0, prms = system.q_rest.clone(), 0.0
+    if velocities is not None:
+        qd0, vrms = solve_velocities(system, handles, q0, velocities)
+    else:
+        qd0, vrms = torch.zeros_like(q0), 0.0
+    return InitialState(q0, qd0, prms, vrms)
+
+
+def impulse_velocity(system: System, handles: Handles, q: torch.Tensor, impulse) -> torch.Tensor:
+    """Generalized velocity change (k,) of impulses ``impulse`` (h, 3) N s on the handles: M^-1 J_h^T p."""
+    p = torch.as_tensor(np.asarray(impulse, dtype=np.float64)).reshape(-1, 3)
+    if p.shape[0] == 1 and len(handles) > 1:
+        p = p.expand(len(handles), 3) / len(handles)
+    if p.shape[0] != len(handles):
+        raise ConfigError(f"{p.shape[0]} impulses for {len(handles)} selected vertices")
+    if not torch.isfinite(p).all():
+        raise ConfigError("impulse must be finite")
+    kin = kinematics(system, q)
+    M = mass_matrix(system, kin.J)
+    return _solve(M, torch.einsum("ihc,hc->i", handles.jacobian(kin.J), p))

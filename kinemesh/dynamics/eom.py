@@ -1,0 +1,191 @@
+"""Equations of motion of a latent system (NeuROK Sec. 5.2, Eq. 3, written without Christoffel symbols).
+
+With x(q) the decoded points and J = dx/dq, d'Alembert's principle projected onto the tangent space gives
+
+    M(q) qdd = -J^T diag(m) (d2x/dq2)[qd, qd] - dV/dq + J^T f_ext - (alpha M(q) + beta k I) qd,
+    M(q) = J^T diag(m) J + m_reg I,
+
+which equals Eq. 3 (M = G, C = Christoffel terms) but needs only one Jacobian (k forward-mode JVPs, batched)
+and one second directional derivative (a JVP of a JVP) per evaluation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch.func import jvp
+
+from kinemesh.dynamics.system import State, System
+
+
+@dataclass
+class Kinematics:
+    """Decoded quantities at (q, qd): points x (P, 3), J (k, P, 3) with J[i] = dx/dq_i, point velocities
+    xd = J qd (P, 3) and the velocity-product acceleration H[qd, qd] (P, 3) (None unless requested). float64."""
+
+    x: torch.Tensor
+    J: torch.Tensor
+    xd: torch.Tensor | None = None
+    hqq: torch.Tensor | None = None
+
+
+def _decoder_dtype(system: System) -> torch.dtype:
+    mu = getattr(system.decoder, "mu_cond", None)
+    return mu.dtype if isinstance(mu, torch.Tensor) and mu.is_floating_point() else torch.float32
+
+
+def kinematics(system: System, q: torch.Tensor, qd: torch.Tensor | None = None) -> Kinematics:
+    """Points, Jacobian and (if ``qd`` is given) the second directional derivative H[qd, qd] at q.
+
+    q, qd : (k,) float. The decoder runs in its own dtype; the results are float64.
+    ``system.derivatives`` picks the method:
+    ``"jvp"`` (exact) - J from one batched forward-mode pass (row i carries the tangent e_i) and H[qd, qd]
+    from a JVP of a JVP; ``"fd"`` - one batched plain forward of 2k + 3 states (central differences with
+    step ``system.fd_step`` in q units), several times faster on transformer decoders where PyTorch's
+    forward-mode AD (and nested forward mode even more) is slow; use it with a float64 decoder.
+    """
+    dt = _decoder_dtype(system)
+    f = system.decoder.points
+    k = int(q.shape[0])
+    qq = q.detach().to(dt)
+    with torch.no_grad():
+        if system.derivatives == "fd":
+            h = float(system.fd_step)
+            E = torch.eye(k, dtype=dt) * h
+            rows = [qq[None], qq + E, qq - E]
+            vn = None
+            if qd is not None:
+                v = qd.detach().to(dt)
+                vn = float(torch.linalg.norm(v))
+                if vn > 0:
+                    u = v / vn * h
+                    rows += [(qq + u)[None], (qq - u)[None]]
+            X = f(torch.cat(rows)).double()
+            x = X[0]
+            J = (X[1:k + 1] - X[k + 1:2 * k + 1]) / (2 * h)
+            out = Kinematics(x=x, J=J)
+            if qd is not None:
+                out.xd = torch.einsum("ipc,i->pc", J, qd.double())
+                if vn:
+                    out.hqq = (X[2 * k + 1] - 2 * x + X[2 * k + 2]) * (vn * vn / (h * h))
+                else:
+                    out.hqq = torch.zeros_like(x)
+            return out
+        # one batched forward-mode pass: row i of the batch carries the tangent e_i -> column i of J
+        Q = qq.expand(k, k).contiguous()
+        E = torch.eye(k, dtype=dt)
+        xb, Jb = jvp(f, (Q,), (E,))
+        out = Kinematics(x=xb[0].double(), J=Jb.double())
+        if qd is not None:
+            v = qd.detach().to(dt)
+
+            def first(z):
+                return jvp(f, (z,), (v,))[1]
+
+            xd, hqq = jvp(first, (qq,), (v,))  # J qd and d2x/dq2 [qd, qd]
+            out.xd, out.hqq = xd.double(), hqq.double()
+    return out
+
+
+def mass_matrix(system: System, J: torch.Tensor) -> torch.Tensor:
+    """M = J^T diag(m) J + m_reg I, (k, k) float64 from J (k, P, 3)."""
+    M = torch.einsum("ipc,p,jpc->ij", J, system.point_mass, J)
+    if system.latent_inertia:
+        M = M + system.latent_inertia * torch.eye(J.shape[0], dtype=M.dtype)
+    return 0.5 * (M + M.T)
+
+
+def _barrier(system: System, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Soft-barrier energy (J) and gradient (k,): V_b = k_b / 3 sum_i relu(|q_i - mu_i| - r)^3 (C2-smooth, so
+    the integrators keep their order when the state enters the barrier)."""
+    if system.barrier_stiffness == 0:
+        return q.new_zeros(()), torch.zeros_like(q)
+    d = q - system.prior_mean
+    excess = (d.abs() - system.barrier_radius).clamp_min(0.0)
+    e = system.barrier_stiffness / 3.0 * (excess ** 3).sum()
+    return e, system.barrier_stiffness * excess * excess * torch.sign(d)
+
+
+def _rest_points(system: System) -> torch.Tensor:
+    cache = getattr(system, "_rest_x", None)
+    if cache is None:
+        dt = _decoder_dtype(system)
+        with torch.no_grad():
+            cache = system.decoder.points(system.q_rest.to(dt)).double()
+        system._rest_x = cache
+    return cache
+
+
+def potential_energy(system: System, q: torch.Tensor, x: torch.Tensor | None = None) -> torch.Tensor:
+    """V(q) in joules (gravity relative to the rest state + elastic + barrier + springs). x: (P, 3) points."""
+    if x is None:
+        dt = _decoder_dtype(system)
+        with torch.no_grad():
+            x = system.decoder.points(q.to(dt)).double()
+    q = q.double()
+    V = -(system.point_mass[:, None] * (x - _rest_points(system)) * system.gravity).sum()
+    dq = q - system.q_rest
+    V = V + 0.5 * system.stiffness * (dq * dq).sum()
+    V = V + _barrier(system, q)[0]
+    rp = system.decoder.rest_points.detach().double()
+    for s in system.springs:
+        r = s.handles.positions(x, rp) - s.target
+        V = V + 0.5 * s.stiffness * (r * r).sum()
+    return V
+
+
+def kinetic_energy(system: System, qd: torch.Tensor, J: torch.Tensor) -> torch.Tensor:
+    """T = 1/2 qd^T M(q) qd, joules."""
+    return 0.5 * qd @ mass_matrix(system, J) @ qd
+
+
+def generalized_forces(system: System, q: torch.Tensor, kin: Kinematics, t: float) -> torch.Tensor:
+    """-dV/dq + J^T f_ext (k,) newton-metres per unit q (no damping, no velocity-product term)."""
+    J = kin.J
+    m = system.point_mass
+    f = m[:, None] * system.gravity[None, :]  # gravity on every point (P, 3)
+    rp = system.decoder.rest_points.detach().double()
+    for force in system.forces:
+        if hasattr(force, "point_forces"):
+            f = f + force.point_forces()
+        elif force.t_start <= t < force.t_end:
+            f = f + force.handles.spread(force.force, system.n_points)
+    Q = torch.einsum("ipc,pc->i", J, f)
+    for s in system.springs:
+        r = s.handles.positions(kin.x, rp) - s.target  # (h, 3)
+        Q = Q - s.stiffness * torch.einsum("ihc,hc->i", s.handles.jacobian(J), r)
+    Q = Q - system.stiffness * (q - system.q_rest)
+    Q = Q - _barrier(system, q)[1]
+    return Q
+
+
+def acceleration(system: System, q: torch.Tensor, qd: torch.Tensor, t: float = 0.0,
+                 return_kinematics: bool = False):
+    """qdd (k,) float64 from the equations of motion at (q, qd, t) (module docstring)."""
+    q, qd = q.double(), qd.double()
+    kin = kinematics(system, q, qd)
+    M = mass_matrix(system, kin.J)
+    rhs = generalized_forces(system, q, kin, t)
+    rhs = rhs - torch.einsum("ipc,p,pc->i", kin.J, system.point_mass, kin.hqq)
+    if system.damping_mass:
+        rhs = rhs - system.damping_mass * (M @ qd)
+    if system.damping_stiffness and system.stiffness:
+        rhs = rhs - system.damping_stiffness * system.stiffness * qd
+    qdd = _solve(M, rhs)
+    return (qdd, kin, M) if return_kinematics else qdd
+
+
+def _solve(M: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
+    L, info = torch.linalg.cholesky_ex(M)
+    if int(info) == 0:
+        return torch.cholesky_solve(rhs[:, None], L)[:, 0]
+    return torch.linalg.lstsq(M, rhs[:, None]).solution[:, 0]
+
+
+def energies(system: System, state: State) -> dict[str, float]:
+    """{'kinetic', 'potential', 'total'} in joules at ``state``."""
+    kin = kinematics(system, state.q)
+    T = float(kinetic_energy(system, state.qd, kin.J))
+    V = float(potential_energy(system, state.q, kin.x))
+    return {"kinetic": T, "potential": V, "total": T + V}

@@ -1,0 +1,212 @@
+"""Time integration: ``step(system, state, dt) -> state`` and a guarded fixed-substep rollout.
+
+``midpoint`` (default): the implicit midpoint rule on (q, qd),
+    q1 = q0 + h (qd0 + qd1) / 2,   qd1 = qd0 + h qdd((q0 + q1) / 2, (qd0 + qd1) / 2, t + h / 2),
+solved by fixed-point iteration. It is symmetric (time-reversible) and A-stable, so without damping and
+forces the energy of the latent Lagrangian system oscillates without secular drift (tested: < 1 % over 1000
+steps). A fixed point that does not converge means the step is too large for the system's stiffness; the
+step then raises ``StepRejected`` and the rollout halves the step.
+``rk4``: the classical explicit Runge-Kutta method (4 evaluations per step, small energy drift, conditionally
+stable).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from kinemesh.dynamics.eom import acceleration, energies
+from kinemesh.dynamics.system import State, System
+from kinemesh.errors import ConfigError, SimulationDivergedError
+
+log = logging.getLogger(__name__)
+
+INTEGRATORS = ("midpoint", "rk4")
+
+
+class StepRejected(Exception):
+    """A step failed (no convergence, non-finite or runaway state); retry with a smaller step."""
+
+
+def _finite(*ts) -> bool:
+    return all(bool(torch.isfinite(t).all()) for t in ts)
+
+
+def step_midpoint(system: System, state: State, dt: float, tol: float = 1e-9, max_iter: int = 12) -> State:
+    """One implicit-midpoint step. ``tol`` is the fixed-point tolerance on q (and dt * qd), in q units."""
+    q0, v0, t0 = state.q, state.qd, state.t
+    a = state.qdd
+    if a is None or not _finite(a):
+        a = acceleration(system, q0, v0, t0)
+    v1 = v0 + dt * a
+    q1 = q0 + 0.5 * dt * (v0 + v1)
+    prev = math.inf
+    for it in range(max_iter):
+        am = acceleration(system, 0.5 * (q0 + q1), 0.5 * (v0 + v1), t0 + 0.5 * dt)
+        v1n = v0 + dt * am
+        q1n = q0 + 0.5 * dt * (v0 + v1n)
+        if not _finite(v1n, q1n):
+            raise StepRejected("non-finite state")
+        delta = float(torch.max((q1n - q1).abs().max(), dt * (v1n - v1).abs().max()))
+        q1, v1 = q1n, v1n
+        if delta <= tol * (1.0 + float(q1.abs().max())):
+            return State(q1, v1, t0 + dt, am)
+        if it >= 2 and delta > 0.9 * prev:
+            raise StepRejected(f"fixed-point iteration not contracting (change {delta:.3g} after {it + 1} iterations)")
+        prev = delta
+    # converging but slowly: accept only if close, else shrink the step
+    if prev <= 1e3 * tol * (1.0 + float(q1.abs().max())):
+        return State(q1, v1, t0 + dt, am)
+    raise StepRejected(f"fixed-point iteration did not converge in {max_iter} iterations")
+
+
+def step_rk4(system: System, state: State, dt: float) -> State:
+    """One classical Runge-Kutta step."""
+    q, v, t = state.q, state.qd, state.t
+    a1 = acceleration(system, q, v, t)
+    q2, v2 = q + 0.5 * dt * v, v + 0.5 * dt * a1
+    a2 = acceleration(system, q2, v2, t + 0.5 * dt)
+    q3, v3 = q + 0.5 * dt * v2, v + 0.5 * dt * a2
+    a3 = acceleration(system, q3, v3, t + 0.5 * dt)
+    q4, v4 = q + dt * v3, v + dt * a3
+    a4 = acceleration(system, q4, v4, t + dt)
+    qn = q + dt / 6.0 * (v + 2 * v2 + 2 * v3 + v4)
+    vn = v + dt / 6.0 * (a1 + 2 * a2 + 2 * a3 + a4)
+    if not _finite(qn, vn):
+        raise StepRejected("non-finite state")
+    return State(qn, vn, t + dt, a4)
+
+
+def step(system: System, state: State, dt: float, integrator: str = "midpoint") -> State:
+    """Advance ``state`` by ``dt`` seconds. Raises StepRejected when the step fails (see module docstring)."""
+    if integrator == "midpoint":
+        return step_midpoint(system, state, dt)
+    if integrator == "rk4":
+        return step_rk4(system, state, dt)
+    raise ConfigError(f"integrator {integrator!r}: choose one of {INTEGRATORS}")
+
+
+@dataclass
+class Rollout:
+    """A simulated trajectory, one entry per output frame.
+
+    Attributes
+    ----------
+    q, qd : (T, k) float64 numpy, generalized coordinates and velocities.
+    times : (T,) float64 seconds.
+    kinetic, potential, total : (T,) float64 joules.
+    substeps : (T,) int, substeps used to reach each frame (0 for the first).
+    warnings : messages of step reductions.
+    """
+
+    q: np.ndarray
+    qd: np.ndarray
+    times: np.ndarray
+    kinetic: np.ndarray
+    potential: np.ndarray
+    total: np.ndarray
+    substeps: np.ndarray
+    warnings: list = field(default_factory=list)
+
+    @property
+    def energy_drift(self) -> float:
+        """max |E(t) - E(0)| / max(|E(0)|, max T) over the rollout (relative total-energy drift)."""
+        scale = max(abs(self.total[0]), float(np.max(np.abs(self.kinetic))), 1e-300)
+        return float(np.max(np.abs(self.total - self.total[0])) / scale)
+
+
+def _runaway(system: System, state: State, limit: float) -> bool:
+    return float((state.q - system.prior_mean).abs().max()) > limit
+
+
+def simulate(system: System, state0: State, n_frames: int, fps: float = 30.0, substeps: int = 2,
+             integrator: str = "midpoint", max_halvings: int = 6, runaway_std: float = 12.0,
+             energy_check: bool = True, progress: bool = False) -> Rollout:
+    """Roll out ``n_frames`` frames (the first is ``state0``) at ``fps`` with ``substeps`` steps per frame.
+
+    Stability guard: when a step is rejected (implicit solve not converging, non-finite or runaway state, or -
+    for a system with no damping/forces - total energy growing by more than 5 % of its scale within a frame),
+    the frame is recomputed with twice as many substeps and a warning is logged; the smaller step is kept for
+    the following frames. After ``max_halvings`` reductions a SimulationDivergedError is raised, so no NaN or
+    exploded frame is ever returned.
+
+    Raises
+    ------
+    ConfigError for bad counts/rates, SimulationDivergedError as described.
+    """
+    if n_frames < 1:
+        raise ConfigError(f"frames must be >= 1, got {n_frames}")
+    if not (fps > 0 and math.isfinite(fps)):
+        raise ConfigError(f"fps must be > 0, got {fps}")
+    if substeps < 1:
+        raise ConfigError(f"substeps must be >= 1, got {substeps}")
+    if integrator not in INTEGRATORS:
+        raise ConfigError(f"integrator {integrator!r}: choose one of {INTEGRATORS}")
+    state = State(state0.q.clone(), state0.qd.clone(), state0.t, None)
+    if not _finite(state.q, state.qd):
+        raise SimulationDivergedError("initial state is not finite")
+    frame_dt = 1.0 / fps
+    e0 = energies(system, state)
+    qs, vs, ts = [state.q.numpy().copy()], [state.qd.numpy().copy()], [state.t]
+    ek, ep, et, sub = [e0["kinetic"]], [e0["potential"]], [e0["total"]], [0]
+    escale = max(abs(e0["total"]), abs(e0["kinetic"]), abs(e0["potential"]),
+                 system.total_mass * 9.81 * 1e-3 * _size(system))
+    warnings: list[str] = []
+    n_sub, halvings = int(substeps), 0
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=n_frames - 1, desc="simulate", unit="frame")
+    e_prev = e0
+    for i in range(1, n_frames):
+        while True:
+            try:
+                s = state
+                h = frame_dt / n_sub
+                for _ in range(n_sub):
+                    s = step(system, s, h, integrator)
+                    if _runaway(system, s, runaway_std):
+                        raise StepRejected(f"state ran beyond {runaway_std:g} prior standard deviations")
+                e = energies(system, s)
+                if not all(math.isfinite(v) for v in e.values()):
+                    raise StepRejected("non-finite energy")
+                if energy_check and system.conservative and e["total"] - e_prev["total"] > 0.05 * escale:
+                    raise StepRejected(f"energy grew by {e['total'] - e_prev['total']:.3g} J in one frame")
+                break
+            except StepRejected as exc:
+                halvings += 1
+                if halvings > max_halvings:
+                    if bar is not None:
+                        bar.close()
+                    raise SimulationDivergedError(
+                        f"simulation unstable at t={state.t:.3f} s even with {n_sub} substeps per frame ({exc}); "
+                        "lower the stiffness or force, or raise --substeps") from None
+                n_sub *= 2
+                msg = (f"t={state.t:.3f} s: step rejected ({exc}); reducing the step to "
+                       f"{frame_dt / n_sub * 1e3:.3g} ms ({n_sub} substeps per frame)")
+                log.warning(msg)
+                warnings.append(msg)
+        state, e_prev = s, e
+        qs.append(s.q.numpy().copy())
+        vs.append(s.qd.numpy().copy())
+        ts.append(s.t)
+        ek.append(e["kinetic"])
+        ep.append(e["potential"])
+        et.append(e["total"])
+        sub.append(n_sub)
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    return Rollout(np.stack(qs), np.stack(vs), np.asarray(ts), np.asarray(ek), np.asarray(ep), np.asarray(et),
+                   np.asarray(sub), warnings)
+
+
+def _size(system: System) -> float:
+    rp = system.decoder.rest_points.detach().double()
+    return float((rp.max(0).values - rp.min(0).values).max()) or 1.0

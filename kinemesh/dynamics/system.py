@@ -1,0 +1,279 @@
+"""The latent mechanical system: generalized coordinates q, decoded points x(q), masses, potentials, forces.
+
+NeuROK Sec. 5 treats the (reduced) latent state as generalized coordinates of the object. Here the map
+x(q) (P, 3) is an ``InstanceDecoder.points`` (or a ``kinemesh.reduce.ReducedDecoder`` in reduced
+coordinates q (k,)), every sampled surface point carries a mass m_p, and
+
+    T(q, qd) = 1/2 sum_p m_p |J_p(q) qd|^2 + 1/2 m_reg |qd|^2          (kinetic energy, J = dx/dq)
+    V(q)     = -sum_p m_p g . (x_p(q) - x_p(q_rest))                     (gravity)
+             + 1/2 k |q - q_rest|^2                                      (latent elastic term)
+             + k_b / 3 sum_i relu(|q_i - mu_i| - r)^3                    (soft barrier beyond r = 3 std)
+             + sum_springs 1/2 k_s |x_h(q) - target|^2                   (pins, held drags)
+
+m_reg is a tiny latent inertia so M(q) = J^T diag(m) J + m_reg I is invertible even when a latent direction
+moves no point; it is part of T, so energy is still conserved exactly. Non-conservative terms: external
+point forces and wind (projected with J^T) and Rayleigh damping -(alpha M(q) + beta k I) qd.
+
+Everything is plain data (dataclasses); the functions in :mod:`kinemesh.dynamics.eom` evaluate it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from kinemesh.errors import ConfigError
+
+
+@dataclass
+class Handles:
+    """Selected mesh vertices, followed through the decoded points.
+
+    A handle moves with the weighted displacement of its nearest sampled points:
+    ``x_h(q) = rest_h + sum_j w_hj (x_{idx_hj}(q) - rest_points_{idx_hj})``, so its Jacobian is a fixed
+    linear combination of rows of J (no extra network evaluation).
+
+    Attributes
+    ----------
+    vertex_ids : (h,) int64 numpy, the mesh vertex ids.
+    idx : (h, k) int64 tensor, point indices.
+    w : (h, k) float64 tensor, weights (rows sum to 1).
+    rest : (h, 3) float64 tensor, rest positions of the vertices, metres.
+    """
+
+    vertex_ids: np.ndarray
+    idx: torch.Tensor
+    w: torch.Tensor
+    rest: torch.Tensor
+
+    def __len__(self) -> int:
+        return int(len(self.vertex_ids))
+
+    def positions(self, x: torch.Tensor, rest_points: torch.Tensor) -> torch.Tensor:
+        """Handle positions (..., h, 3) from points x (..., P, 3)."""
+        d = x[..., self.idx, :] - rest_points[self.idx].to(x)  # (..., h, k, 3)
+        return self.rest.to(x) + (self.w.to(x)[..., None] * d).sum(-2)
+
+    def jacobian(self, J: torch.Tensor) -> torch.Tensor:
+        """Handle Jacobian (k_q, h, 3) from the point Jacobian J (k_q, P, 3)."""
+        return (self.w.to(J)[None, :, :, None] * J[:, self.idx, :]).sum(-2)
+
+    def spread(self, f: torch.Tensor, n_points: int) -> torch.Tensor:
+        """Point forces (P, 3) equivalent to handle forces f (h, 3) (transpose of the interpolation)."""
+        out = torch.zeros(n_points, 3, dtype=f.dtype)
+        out.index_add_(0, self.idx.reshape(-1), (self.w.to(f)[..., None] * f[:, None, :]).reshape(-1, 3))
+        return out
+
+
+def make_handles(decoder, vertex_ids, k: int = 4) -> Handles:
+    """Handles for mesh vertices ``vertex_ids`` (h,) of ``decoder`` (an InstanceDecoder).
+
+    Uses the decoder's own vertex->point transfer (``knn_idx``, ``knn_w``) when it has one, else the ``k``
+    nearest rest points (restricted to the vertex's part when the decoder exposes ``point_groups`` and
+    ``vertex_groups``/``vertex_part``) with inverse-distance weights.
+
+    Raises
+    ------
+    ConfigError for an empty selection or a vertex id out of range.
+    """
+    rest_vertices = decoder.rest_vertices.detach().double()
+    n = int(rest_vertices.shape[0])
+    ids = np.atleast_1d(np.asarray(vertex_ids)).reshape(-1)
+    if ids.size == 0:
+        raise ConfigError("no vertices selected")
+    if not np.issubdtype(ids.dtype, np.integer):
+        raise ConfigError(f"vertex ids must be integers, got {ids.dtype}")
+    bad = ids[(ids < 0) | (ids >= n)]
+    if bad.size:
+        raise ConfigError(f"vertex id {int(bad[0])} is out of range: the mesh has {n} vertices (ids 0..{n - 1})")
+    ids = ids.astype(np.int64)
+    knn_idx = getattr(decoder, "knn_idx", None)
+    knn_w = getattr(decoder, "knn_w", None)
+    if knn_idx is not None and knn_w is not None:
+        idx = torch.as_tensor(np.asarray(knn_idx)[ids], dtype=torch.int64)
+        w = torch.as_tensor(np.asarray(knn_w)[ids], dtype=torch.float64)
+    else:
+        from kinemesh.geometry.transfer import knn_weights
+
+        pg = getattr(decoder, "point_groups", None)
+        vg = getattr(decoder, "vertex_groups", None)
+        if vg is None:
+            vg = getattr(decoder, "vertex_part", None)
+        if pg is None or vg is None:
+            pg = vg = None
+        else:
+            pg, vg = np.asarray(pg).reshape(-1), np.asarray(vg).reshape(-1)[ids]
+        i, wt = knn_weights(decoder.rest_points.detach().double().numpy(), rest_vertices[ids].numpy(), k=k,
+                            point_groups=pg, vertex_groups=vg)
+        idx = torch.as_tensor(np.asarray(i), dtype=torch.int64)
+        w = torch.as_tensor(np.asarray(wt), dtype=torch.float64)
+    w = w / w.sum(-1, keepdim=True).clamp_min(1e-12)
+    return Handles(ids, idx, w, rest_vertices[ids].clone())
+
+
+@dataclass
+class Spring:
+    """A zero-length spring pulling handles to fixed targets (pins, held drags): V = 1/2 k |x_h - target|^2.
+
+    Attributes
+    ----------
+    handles : Handles (h vertices).
+    target : (h, 3) float64 tensor, anchor positions, metres.
+    stiffness : float, N/m per handle.
+    """
+
+    handles: Handles
+    target: torch.Tensor
+    stiffness: float
+
+
+@dataclass
+class PointForce:
+    """A constant external force on handles while ``t_start <= t < t_end``.
+
+    Attributes
+    ----------
+    handles : Handles.
+    force : (h, 3) float64 tensor, newtons per handle.
+    t_start, t_end : seconds.
+    """
+
+    handles: Handles
+    force: torch.Tensor
+    t_start: float = 0.0
+    t_end: float = float("inf")
+
+
+@dataclass
+class Wind:
+    """Wind drag on the sampled surface points: f_p = 1/2 rho C_d a_p |n_p . u| |w| w (two-sided) or with
+    ``max(-n_p . u, 0)`` (closed surfaces: only faces turned towards the wind), u = w / |w|.
+
+    The normals are the rest normals of the sampled points (not re-rotated while deforming).
+
+    Attributes
+    ----------
+    velocity : (3,) float64 tensor, wind velocity w, m/s.
+    normals : (P, 3) float64 tensor, unit rest normals of the points.
+    areas : (P,) float64 tensor, surface area per point, m^2.
+    air_density : kg/m^3.
+    drag_coefficient : C_d (dimensionless).
+    two_sided : cloth-like sheets catch wind on both sides.
+    """
+
+    velocity: torch.Tensor
+    normals: torch.Tensor
+    areas: torch.Tensor
+    air_density: float = 1.2
+    drag_coefficient: float = 1.0
+    two_sided: bool = False
+
+    def point_forces(self) -> torch.Tensor:
+        """(P, 3) newtons."""
+        speed = float(torch.linalg.norm(self.velocity))
+        if speed == 0.0:
+            return torch.zeros_like(self.normals)
+        u = self.velocity / speed
+        c = self.normals @ u
+        c = c.abs() if self.two_sided else (-c).clamp_min(0.0)
+        return (0.5 * self.air_density * self.drag_coefficient * speed * self.areas * c)[:, None] * self.velocity
+
+
+@dataclass
+class System:
+    """A latent mechanical system (see the module docstring for T and V).
+
+    Attributes
+    ----------
+    decoder : object with ``points(q (..., k)) -> (..., P, 3)`` metres, ``rest_points`` (P, 3) and
+        ``mu_cond`` (k,) (an InstanceDecoder or a ReducedDecoder).
+    point_mass : (P,) float64 tensor, kg per sampled point.
+    q_rest : (k,) float64 tensor, the state of the rest shape (elastic term centre).
+    gravity : (3,) float64 tensor, m/s^2 (zeros = no gravity).
+    stiffness : k, latent elastic stiffness (J per unit q^2); 0 = no restoring force (free hinge).
+    barrier_radius : r, prior standard deviations before the soft barrier acts (|q_i - mu_i| > r).
+    barrier_stiffness : k_b (J per unit q^3).
+    damping_mass : alpha (1/s), Rayleigh mass-proportional damping.
+    damping_stiffness : beta (s), Rayleigh stiffness-proportional damping (times k).
+    latent_inertia : m_reg (kg m^2 per unit q^2), keeps M invertible.
+    springs : conservative springs on handles (pins, held drags).
+    forces : external non-conservative forces (PointForce, Wind).
+    derivatives : "jvp" (exact forward-mode J and JVP-of-JVP) or "fd" (batched central differences; see
+        :func:`kinemesh.dynamics.eom.kinematics`).
+    fd_step : central-difference step in q units for ``derivatives="fd"``.
+    """
+
+    decoder: object
+    point_mass: torch.Tensor
+    q_rest: torch.Tensor
+    gravity: torch.Tensor = field(default_factory=lambda: torch.zeros(3, dtype=torch.float64))
+    stiffness: float = 0.0
+    barrier_radius: float = 3.0
+    barrier_stiffness: float = 0.0
+    damping_mass: float = 0.0
+    damping_stiffness: float = 0.0
+    latent_inertia: float = 0.0
+    springs: list = field(default_factory=list)
+    forces: list = field(default_factory=list)
+    derivatives: str = "jvp"
+    fd_step: float = 1e-4
+
+    def __post_init__(self):
+        if self.derivatives not in ("jvp", "fd"):
+            raise ConfigError(f"derivatives must be 'jvp' or 'fd', got {self.derivatives!r}")
+        self.point_mass = torch.as_tensor(self.point_mass, dtype=torch.float64).reshape(-1)
+        self.q_rest = torch.as_tensor(self.q_rest, dtype=torch.float64).reshape(-1)
+        self.gravity = torch.as_tensor(self.gravity, dtype=torch.float64).reshape(3)
+        P = int(self.decoder.rest_points.shape[0])
+        if self.point_mass.shape[0] != P:
+            raise ConfigError(f"point_mass has {self.point_mass.shape[0]} entries, the decoder has {P} points")
+        if not torch.isfinite(self.point_mass).all() or (self.point_mass < 0).any() or self.point_mass.sum() <= 0:
+            raise ConfigError("point masses must be finite, non-negative and not all zero")
+        for name in ("stiffness", "barrier_stiffness", "damping_mass", "damping_stiffness", "latent_inertia"):
+            v = float(getattr(self, name))
+            if not np.isfinite(v) or v < 0:
+                raise ConfigError(f"{name} must be a finite number >= 0, got {v}")
+        if not self.barrier_radius > 0:
+            raise ConfigError(f"barrier_radius must be > 0, got {self.barrier_radius}")
+
+    @property
+    def dim(self) -> int:
+        """k, the number of generalized coordinates."""
+        return int(self.q_rest.shape[0])
+
+    @property
+    def n_points(self) -> int:
+        return int(self.point_mass.shape[0])
+
+    @property
+    def prior_mean(self) -> torch.Tensor:
+        """(k,) float64 centre of the soft barrier (the decoder's mu_cond)."""
+        return torch.as_tensor(self.decoder.mu_cond, dtype=torch.float64).detach().reshape(-1)
+
+    @property
+    def total_mass(self) -> float:
+        return float(self.point_mass.sum())
+
+    @property
+    def conservative(self) -> bool:
+        """True when no damping and no external non-conservative force acts (energy must be conserved)."""
+        return not self.forces and self.damping_mass == 0 and self.damping_stiffness == 0
+
+
+@dataclass
+class State:
+    """State of a latent system: q (k,), qd (k,) float64 and time t (s). ``qdd`` caches the last
+    acceleration (used as the predictor of implicit steps)."""
+
+    q: torch.Tensor
+    qd: torch.Tensor
+    t: float = 0.0
+    qdd: torch.Tensor | None = None
+
+    def __post_init__(self):
+        self.q = torch.as_tensor(self.q, dtype=torch.float64).reshape(-1)
+        self.qd = torch.as_tensor(self.qd, dtype=torch.float64).reshape(-1)
+        if self.q.shape != self.qd.shape:
+            raise ConfigError(f"q {tuple(self.q.shape)} and qd {tuple(self.qd.shape)} differ in shape")
