@@ -33,12 +33,12 @@ def _train_speed(q, preset_name, bf16, threads, steps, data):
     rng = np.random.default_rng(0)
     batches = [sampler.batch(rng, tc.batch_size) for _ in range(steps + 2)]
     t0 = None
-    for i, (p, d) in enumerate(batches):
+    for i, (p, d, g) in enumerate(batches):
         if i == 2:
             t0 = time.perf_counter()
-        p, d = torch.from_numpy(p), torch.from_numpy(d)
+        p, d, g = torch.from_numpy(p), torch.from_numpy(d), torch.from_numpy(g)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            out = net(p, d)
+            out = net(p, d, groups=g)
         loss = vae_loss(out, d, 0.01, 0.05, 100.0)["loss"]
         opt.zero_grad()
         loss.backward()

@@ -25,7 +25,7 @@ def test_pairs_are_normalised_correspondences(toy_data):
     assert len(select_split(entries, "train")) == 4 and len(select_split(entries, "heldout")) == 2
     s = PairSampler(select_split(entries, "train"), 256, Augment(rotate_z=False))
     rng = np.random.default_rng(0)
-    pts, delta, idx = s.pair(rng, index=0, frames=(1, 2))
+    pts, delta, groups, idx = s.pair(rng, index=0, frames=(1, 2))
     seq = s.sequence(0)
     # normalised: points lie in the unit bbox of M0 (longest side 1)
     ext = pts.max(0) - pts.min(0)
@@ -34,9 +34,13 @@ def test_pairs_are_normalised_correspondences(toy_data):
     assert seq.kind == "articulated"
     moving = np.linalg.norm(delta, axis=1) > 1e-6
     assert 0.05 < moving.mean() < 0.95
+    # two components (body, lid); the lid's points are exactly the moving ones
+    assert set(groups.tolist()) == {0, 1}
+    lid = groups == groups[np.argmax(np.linalg.norm(delta, axis=1))]
+    assert np.array_equal(lid, moving)
     # rotation augmentation preserves deformation magnitudes
     s2 = PairSampler(select_split(entries, "train"), 256, Augment(rotate_z=True))
-    _, d2, _ = s2.pair(np.random.default_rng(0), index=0, frames=(1, 2))
+    _, d2, _, _ = s2.pair(np.random.default_rng(0), index=0, frames=(1, 2))
     assert np.isclose(np.linalg.norm(d2, axis=1).sum(), np.linalg.norm(delta, axis=1).sum(), rtol=0.2)
 
 
@@ -45,12 +49,12 @@ def test_loss_decreases_on_a_toy_batch(toy_data):
     torch.manual_seed(0)
     net = KinematicVAE(cfg.model)
     entries = select_split(read_manifest_entries(toy_data), "train")
-    pts, dls = PairSampler(entries, 64, Augment(rotate_z=False)).batch(np.random.default_rng(0), 4)
-    pts, dls = torch.from_numpy(pts), torch.from_numpy(dls)
+    pts, dls, grp = PairSampler(entries, 64, Augment(rotate_z=False)).batch(np.random.default_rng(0), 4)
+    pts, dls, grp = torch.from_numpy(pts), torch.from_numpy(dls), torch.from_numpy(grp)
     opt = torch.optim.Adam(net.parameters(), lr=3e-3)
     losses = []
     for _ in range(40):
-        parts = vae_loss(net(pts, dls), dls, 0.01, 0.05, 100.0)
+        parts = vae_loss(net(pts, dls, groups=grp), dls, 0.01, 0.05, 100.0)
         opt.zero_grad()
         parts["loss"].backward()
         opt.step()

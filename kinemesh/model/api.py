@@ -111,7 +111,9 @@ class NeuralInstanceDecoder:
             self.mu_cond = mu[0].to(self.dtype)
             self._h = h.to(self.dtype)
             if self.cfg.head == "dq_skinning":
-                w = net.decoder.skin_weights(self._qn[None], self._h).to(self.dtype)  # (1, P, K)
+                labels = torch.as_tensor(np.unique(point_groups, return_inverse=True)[1].reshape(1, -1),
+                                         device=self.device)
+                w = net.decoder.skin_weights(self._qn[None], self._h, labels).to(self.dtype)  # (1, P, K)
                 self._weights = w
                 self._pivots = net.decoder.pivots(self._qn[None], w).to(self.dtype)  # (1, K, 3)
                 wv = geo.to_vertices(w[0], self.knn_idx, self.knn_w)
@@ -131,6 +133,23 @@ class NeuralInstanceDecoder:
         g = torch.Generator().manual_seed(int(seed)) if seed is not None else None
         eps = torch.randn(n, self.latent_dim, generator=g, dtype=torch.float64)
         return self.mu_cond[None] + std * eps.to(self.dtype).to(self.device)
+
+    def encode(self, deformed_vertices) -> tuple[torch.Tensor, torch.Tensor]:
+        """Posterior q(z | phi) of a known deformation of this mesh (same topology, metres).
+
+        deformed_vertices (N, 3) -> (mean (D,), log-variance (D,)). The sampled points follow their
+        barycentric coordinates on the deformed mesh (known correspondences).
+        """
+        dv = np.asarray(deformed_vertices, dtype=np.float64)
+        if dv.shape != tuple(self.rest_vertices.shape):
+            raise ConfigError(f"encode(): deformed vertices {dv.shape} do not match the rest mesh "
+                              f"{tuple(self.rest_vertices.shape)}")
+        pts = geo.points_from_barycentric(dv, self.faces, self.face_ids, self.bary)
+        delta = torch.as_tensor((pts - self.rest_points.cpu().double().numpy()) * self.scale, dtype=self.dtype,
+                                device=self.device)
+        with torch.no_grad():
+            mean, logvar = self.net.posterior(self._qn[None], delta[None])
+        return mean[0].to(self.dtype), logvar[0].to(self.dtype)
 
     def _to_metres(self, x: torch.Tensor) -> torch.Tensor:
         return x / self.scale + torch.as_tensor(self.center, dtype=x.dtype, device=x.device)

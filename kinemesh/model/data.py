@@ -88,32 +88,39 @@ class PairSampler:
         self.n_points = n_points
         self.augment = augment
         self.max_cached = max_cached
-        self._cache: OrderedDict[int, KinematicSequence] = OrderedDict()
+        self._cache: OrderedDict[int, tuple[KinematicSequence, np.ndarray]] = OrderedDict()
         kinds: dict[str, list[int]] = {}
         for i, e in enumerate(entries):
             kinds.setdefault(str(e.get("kind", "unknown")), []).append(i)
         self.kinds = kinds
 
     def sequence(self, i: int) -> KinematicSequence:
-        seq = self._cache.get(i)
-        if seq is None:
+        return self._load(i)[0]
+
+    def _load(self, i: int) -> tuple[KinematicSequence, np.ndarray]:
+        """(sequence, connected-component label of each face)."""
+        item = self._cache.get(i)
+        if item is None:
+            from kinemesh.model.api import connected_components
+
             path = self.entries[i]["_path"]
             seq = KinematicSequence.load(path)
             if seq.n_frames < 1:
                 raise InputFileError(path, "has no frames")
-            self._cache[i] = seq
+            item = (seq, connected_components(seq.n_vertices, seq.faces)[seq.faces[:, 0]])
+            self._cache[i] = item
             if len(self._cache) > self.max_cached:
                 self._cache.popitem(last=False)
         else:
             self._cache.move_to_end(i)
-        return seq
+        return item
 
     def pair(self, rng: np.random.Generator, index: int | None = None, frames: tuple[int, int] | None = None):
-        """One pair: (points (P,3), delta (P,3)) float32 normalised, plus the instance index."""
+        """One pair: points (P,3), delta (P,3) float32 normalised, component labels (P,) int64, instance index."""
         if index is None:
             kind = list(self.kinds)[rng.integers(len(self.kinds))]
             index = int(self.kinds[kind][rng.integers(len(self.kinds[kind]))])
-        seq = self.sequence(index)
+        seq, face_comp = self._load(index)
         states = np.concatenate([seq.rest_vertices[None], seq.frames]).astype(np.float64)
         if frames is None:
             a = int(rng.integers(len(states)))
@@ -136,9 +143,10 @@ class PairSampler:
         center, scale = geo.normalization(va)
         lo, hi = self.augment.scale_range
         scale *= rng.uniform(lo, hi) if hi > lo else lo
-        return ((pa - center) * scale).astype(np.float32), ((pb - pa) * scale).astype(np.float32), index
+        groups = np.unique(face_comp[fid], return_inverse=True)[1].reshape(-1).astype(np.int64)
+        return ((pa - center) * scale).astype(np.float32), ((pb - pa) * scale).astype(np.float32), groups, index
 
     def batch(self, rng: np.random.Generator, size: int):
-        """(points (B,P,3), delta (B,P,3)) float32 numpy arrays."""
-        pts, dls = zip(*[self.pair(rng)[:2] for _ in range(size)])
-        return np.stack(pts), np.stack(dls)
+        """(points (B,P,3), delta (B,P,3)) float32 and component labels (B,P) int64 numpy arrays."""
+        pts, dls, grp = zip(*[self.pair(rng)[:3] for _ in range(size)])
+        return np.stack(pts), np.stack(dls), np.stack(grp)

@@ -153,6 +153,7 @@ class Decoder(nn.Module):
         if cfg.head == "dq_skinning":
             self.token_head = nn.Linear(W, 7)  # quaternion offset (4) + translation (3)
             self.skin_head = nn.Linear(W, cfg.n_tokens)
+            self.group_proj = nn.Linear(W, W)  # features pooled over the point's connected component
         else:
             self.point_head = nn.Sequential(nn.Linear(W, W), nn.GELU(),
                                             nn.Linear(W, 3 if cfg.head == "displacement" else 7))
@@ -177,9 +178,20 @@ class Decoder(nn.Module):
             x = b(x, ctx)
         return self.query_norm(x)
 
-    def skin_weights(self, query: torch.Tensor, h_cond: torch.Tensor) -> torch.Tensor:
-        """Skinning weights (B, P, K), rows sum to 1. Depend on the shape only, not on z."""
-        logits = _up(self.skin_head(self.query_features(query, h_cond)))
+    def skin_weights(self, query: torch.Tensor, h_cond: torch.Tensor,
+                     groups: torch.Tensor | None = None) -> torch.Tensor:
+        """Skinning weights (B, P, K), rows sum to 1. Depend on the shape only, not on z.
+
+        ``groups`` (B, P) int: connected-component label of each point (0..C-1). The mean feature of the
+        point's component is added before the head, so separate parts (separate components) tend to get
+        uniform weights, i.e. move rigidly.
+        """
+        feats = self.query_features(query, h_cond)
+        if groups is not None:
+            onehot = torch.nn.functional.one_hot(groups, int(groups.max()) + 1).to(feats.dtype)  # (B, P, C)
+            pooled = (onehot.transpose(1, 2) @ feats) / onehot.sum(1)[..., None].clamp_min(1.0)
+            feats = feats + self.group_proj(onehot @ pooled)
+        logits = _up(self.skin_head(feats))
         return torch.softmax(logits / self.cfg.skin_temperature, dim=-1)
 
     @staticmethod
@@ -212,16 +224,17 @@ class Decoder(nn.Module):
 
     # ------------------------------------------------------------------ full decode
     def forward(self, z: torch.Tensor, query: torch.Tensor, h_cond: torch.Tensor,
-                weights: torch.Tensor | None = None) -> torch.Tensor:
+                weights: torch.Tensor | None = None, groups: torch.Tensor | None = None) -> torch.Tensor:
         """z (B, D), query (B, P, 3), h_cond (B, K, W) -> deformed query points (B, P, 3) float32.
 
-        ``weights`` (B, P, K): precomputed skinning weights (dq_skinning head only).
+        ``weights`` (B, P, K): precomputed skinning weights (dq_skinning head only); ``groups`` (B, P) int
+        connected-component labels of the query points (see ``skin_weights``).
         """
         tokens = self.latent_tokens(z, h_cond)
         q32 = _up(query)
         if self.cfg.head == "dq_skinning":
             if weights is None:
-                weights = self.skin_weights(query, h_cond)
+                weights = self.skin_weights(query, h_cond, groups)
             with torch.autocast(q32.device.type, enabled=False):
                 dq = self.token_transforms(_up(tokens), self.pivots(q32, weights))
                 point_dq = skin_blend(dq, weights)
@@ -265,8 +278,10 @@ class KinematicVAE(nn.Module):
     def latent_dim(self) -> int:
         return self.cfg.latent_dim
 
-    def forward(self, points: torch.Tensor, delta: torch.Tensor, sample: bool = True) -> dict:
-        """Training pass. points (B,P,3) on M0, delta (B,P,3) their deformation, normalised coordinates.
+    def forward(self, points: torch.Tensor, delta: torch.Tensor, sample: bool = True,
+                groups: torch.Tensor | None = None) -> dict:
+        """Training pass. points (B,P,3) on M0, delta (B,P,3) their deformation, normalised coordinates,
+        groups (B,P) int connected-component labels of the points (optional).
 
         Returns ``pred_delta`` (B,P,3), ``mu_q``/``logvar_q``/``mu_p`` (B,D).
         """
@@ -274,7 +289,7 @@ class KinematicVAE(nn.Module):
         mu_q, logvar_q = self.posterior(points, delta)
         mu_q, logvar_q = _up(mu_q), _up(logvar_q).clamp(-12.0, 6.0)
         z = mu_q + torch.randn_like(mu_q) * torch.exp(0.5 * logvar_q) if sample else mu_q
-        pred = self.decoder(z, points, h_cond)
+        pred = self.decoder(z, points, h_cond, groups=groups)
         return {"pred_delta": pred - _up(points), "mu_q": mu_q, "logvar_q": logvar_q, "mu_p": _up(mu_p)}
 
 

@@ -237,14 +237,15 @@ def train(config: Config, opts: RunOptions) -> dict:
             g["lr"] = tc.lr * lr_factor(step, tc.warmup_steps, progress())
         rng = np.random.default_rng([opts.seed, rank, step])
         torch.manual_seed(int(rng.integers(2**62)))  # posterior noise: reproducible per step (resume)
-        pts, dls = sampler.batch(rng, tc.batch_size)
+        pts, dls, grp = sampler.batch(rng, tc.batch_size)
         pts_t = torch.from_numpy(pts).to(device)
         dls_t = torch.from_numpy(dls).to(device)
+        grp_t = torch.from_numpy(grp).to(device)
         if autocast is not None:
             with autocast():
-                outd = model(pts_t, dls_t)
+                outd = model(pts_t, dls_t, groups=grp_t)
         else:
-            outd = model(pts_t, dls_t)
+            outd = model(pts_t, dls_t, groups=grp_t)
         parts = vae_loss(outd, dls_t, tc.kl_weight, tc.free_bits, tc.recon_weight)
         if not torch.isfinite(parts["loss"]):
             raise TrainingCollapsedError(f"step {step}: loss is {float(parts['loss'])}; lower --lr or disable --bf16")
@@ -336,9 +337,9 @@ def validate(net: KinematicVAE, sampler: PairSampler, tc, device, seed: int = 12
     rng = np.random.default_rng(seed)
     rec, msq, kl = 0.0, 0.0, 0.0
     for _ in range(tc.val_batches):
-        pts, dls = sampler.batch(rng, tc.batch_size)
+        pts, dls, grp = sampler.batch(rng, tc.batch_size)
         pts_t, dls_t = torch.from_numpy(pts).to(device), torch.from_numpy(dls).to(device)
-        out = net(pts_t, dls_t, sample=False)
+        out = net(pts_t, dls_t, sample=False, groups=torch.from_numpy(grp).to(device))
         parts = vae_loss(out, dls_t, tc.kl_weight, 0.0)
         rec += float(parts["recon"])
         kl += float(parts["kl"])
