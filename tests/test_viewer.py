@@ -1,0 +1,196 @@
+"""The viewer's server-side state (no browser) and, marked ``browser``, the page in headless chromium."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from kinemesh.viz.inputs import Drawable
+from kinemesh.viz.viewer import ViewerApp, ViewerConfig, ray_mesh_pick
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+class LinearDecoder:
+    """x(q) = rest + B q: a tiny differentiable stand-in for a ReducedDecoder (k = 2)."""
+
+    def __init__(self, vertices):
+        v = torch.as_tensor(np.asarray(vertices), dtype=torch.float64)
+        self.rest_vertices = v
+        self.rest_points = v
+        self.mu_cond = torch.zeros(2, dtype=torch.float64)
+        top = (v[:, 2] > 0).double()[:, None]
+        self.B = torch.stack([top * torch.tensor([0.1, 0.0, 0.0]), top * torch.tensor([0.0, 0.0, 0.1])])  # (2,N,3)
+
+    def points(self, q):
+        q = torch.as_tensor(q, dtype=torch.float64)
+        return self.rest_points + torch.einsum("...k,knc->...nc", q, self.B)
+
+    def vertices(self, q):
+        return self.points(q)
+
+
+@pytest.fixture
+def box_app(box_mesh):
+    d = Drawable(frames=np.asarray(box_mesh.vertices, np.float32)[None], faces=box_mesh.faces, title="box")
+    return ViewerApp(d, ViewerConfig(sim_seconds=0.5, sim_fps=10, play_fps=20))
+
+
+def test_playback_scrubs_a_sequence(tiny_sequence):
+    from kinemesh.viz.inputs import Drawable
+
+    d = Drawable(frames=tiny_sequence.frames, faces=tiny_sequence.faces, fps=30.0)
+    app = ViewerApp(d)
+    seen = []
+    app.add_listener(seen.append)
+    app.set_frame(2)
+    np.testing.assert_allclose(app.vertices, tiny_sequence.frames[2])
+    assert app.step_frame(3) == 1  # wraps around 4 frames
+    np.testing.assert_allclose(app.vertices, tiny_sequence.frames[1])
+    assert seen.count("mesh") == 2
+
+
+def test_ray_pick_hits_nearest_surface(box_mesh):
+    v, f = np.asarray(box_mesh.vertices), np.asarray(box_mesh.faces)
+    vid, point = ray_mesh_pick(v, f, [0.45, 0.2, 5.0], [0, 0, -1])  # straight down onto the top face
+    np.testing.assert_allclose(point, [0.45, 0.2, 0.125], atol=1e-9)
+    np.testing.assert_allclose(v[vid], [0.5, 0.25, 0.125])  # nearest corner of the hit triangle
+    assert ray_mesh_pick(v, f, [3.0, 3.0, 5.0], [0, 0, -1]) is None
+
+
+def test_q_sliders_drag_and_release_with_a_decoder(box_app):
+    from kinemesh.errors import ConfigError
+
+    app = box_app
+    with pytest.raises(ConfigError, match="no kinematic model"):
+        app.set_q(0, 1.0)
+    app.attach_decoder(LinearDecoder(app.rest_vertices), status="linear test decoder")
+    app.set_q(1, 2.0)
+    top = app.rest_vertices[:, 2] > 0
+    np.testing.assert_allclose(app.vertices[top, 2] - app.rest_vertices[top, 2], 0.2, atol=1e-6)
+    np.testing.assert_allclose(app.vertices[~top], app.rest_vertices[~top], atol=1e-6)
+    app.set_q_vector([0.0, 0.0])
+    vid = app.pick([0.5, 0.25, 3.0], [0, 0, -1])
+    assert app.rest_vertices[vid, 2] > 0
+    target = app.vertices[vid] + [0.05, 0.0, 0.0]
+    resid = app.drag_to(target, iters=20)
+    assert resid < 5e-3
+    assert app.q[0] == pytest.approx(0.5, abs=0.05)  # q0 moves top vertices by 0.1 m per unit
+    frames = app.release()
+    assert frames.shape[1:] == app.rest_vertices.shape and frames.shape[0] == 11  # 0.5 s at 20 fps
+    np.testing.assert_allclose(frames[0], app.frames[0])
+    assert app.motion_source == "dynamics"
+    # Released from a displaced pose, the elastic latent term pulls the vertex back towards rest.
+    assert abs(frames[-1, vid, 0] - app.rest_vertices[vid, 0]) < abs(frames[0, vid, 0] - app.rest_vertices[vid, 0])
+
+
+def test_joint_sliders_pose_articulated_objects():
+    import trimesh
+
+    from kinemesh.data.articulated import ArticulatedObject, Joint, Part
+    from kinemesh.viz.inputs import articulated_sweep
+
+    base = trimesh.creation.box(extents=(0.4, 0.4, 0.4))
+    lid = trimesh.creation.box(extents=(0.4, 0.4, 0.05))
+    lid.apply_translation([0, 0, 0.225])
+    obj = ArticulatedObject(
+        parts=[Part("base", base.vertices, base.faces), Part("lid", lid.vertices, lid.faces)],
+        joints=[Joint("hinge", "revolute", "base", "lid", [0, 1, 0], [0.2, 0, 0.2], (0.0, 1.5))],
+    )
+    v, f, pid = obj.merged()
+    configs, captions = articulated_sweep(obj, 6)
+    frames = np.stack([obj.merged(c)[0] for c in configs]).astype(np.float32)
+    d = Drawable(frames=frames, faces=f, part_ids=pid, axes=[(np.zeros((6, 3)), np.tile([0, 1.0, 0], (6, 1)))],
+                 articulated=obj)
+    app = ViewerApp(d)
+    assert app.joint_limits() == {"hinge": (0.0, 1.5)}
+    app.set_joint("hinge", 9.0)  # clamped to the upper limit
+    assert app.joint_values["hinge"] == 1.5
+    np.testing.assert_allclose(app.vertices, obj.merged({"hinge": 1.5})[0], atol=1e-6)
+    o, a = app.axes[0]
+    np.testing.assert_allclose(o, [0.2, 0, 0.2])
+    np.testing.assert_allclose(a, [0, 1, 0])
+
+
+def test_export_glb_npz_mp4(tmp_path, tiny_sequence):
+    from kinemesh.data.sequence import KinematicSequence
+
+    d = Drawable(frames=tiny_sequence.frames, faces=tiny_sequence.faces, fps=10.0, sequence=tiny_sequence)
+    app = ViewerApp(d)
+    glb = app.export(tmp_path / "m.glb")
+    assert glb.read_bytes()[:4] == b"glTF"
+    seq = KinematicSequence.load(app.export(tmp_path / "m.npz"))
+    np.testing.assert_allclose(seq.frames, tiny_sequence.frames)
+    import imageio.v2 as iio
+
+    r = iio.get_reader(app.export(tmp_path / "m.mp4", size=(64, 48)))
+    assert r.count_frames() == tiny_sequence.n_frames
+    r.close()
+
+
+def test_view_command_degrades_without_model_and_serves(tmp_path, box_mesh):
+    """``kinemesh view --no-model`` serves for a moment and exits 0; bad inputs exit 1."""
+    from kinemesh.cli import main
+
+    mesh = tmp_path / "box.obj"
+    box_mesh.export(mesh)
+    assert main(["view", str(mesh), "--port", "0", "--no-model", "--seconds", "0.2"]) == 0
+    assert main(["view", str(tmp_path / "missing.obj"), "--port", "0", "--seconds", "0"]) == 1
+
+
+@pytest.mark.browser
+def test_viewer_page_in_headless_chromium(box_mesh):
+    """The page loads, the scene is not blank, a q slider moves the mesh server-side, no console errors."""
+    if not CHROMIUM.exists():
+        pytest.skip("/usr/bin/chromium not installed (make browser)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    from PIL import Image
+
+    from kinemesh.viz.viewer import ViewerGUI
+
+    mesh = box_mesh.subdivide()
+    d = Drawable(frames=np.asarray(mesh.vertices, np.float32)[None], faces=mesh.faces, title="box")
+    app = ViewerApp(d)
+    app.attach_decoder(LinearDecoder(app.rest_vertices), status="linear test decoder")
+    gui = ViewerGUI(app, host="127.0.0.1", port=0, load_model_async=False)
+    errors: list[str] = []
+    try:
+        with sync_api.sync_playwright() as pw:
+            browser = pw.chromium.launch(
+                executable_path=str(CHROMIUM),
+                args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+            )
+            try:
+                # A small viewport keeps SwiftShader (software WebGL) cheap on a loaded 2-core machine.
+                page = browser.new_page(viewport={"width": 800, "height": 560})
+                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.goto(gui.url, timeout=60_000)
+                page.wait_for_selector("canvas", timeout=60_000)
+                page.get_by_text("q1").first.wait_for(timeout=60_000)
+                time.sleep(2.0)  # let the scene arrive and render
+                shot = np.asarray(Image.open(__import__("io").BytesIO(page.screenshot())).convert("RGB")).astype(int)
+                scene = shot[:, : int(shot.shape[1] * 0.6)]  # left part: the 3D canvas, not the GUI panel
+                assert scene.std() > 8, "the 3D view is blank"
+                bluish = (scene[..., 2] - scene[..., 0] > 30).mean()
+                assert bluish > 0.01, f"object not visible ({bluish:.4f} of the view)"
+
+                before = app.vertices.copy()
+                page.get_by_role("slider").first.focus()  # q1: the first slider of the panel
+                for _ in range(4):  # page-level key presses skip per-press actionability waits
+                    page.keyboard.press("ArrowRight")
+                deadline = time.time() + 20
+                while time.time() < deadline and app.q[0] == 0.0:
+                    time.sleep(0.1)
+                assert app.q[0] > 0.04, "moving the q1 slider did not reach the server"
+                assert np.abs(app.vertices - before).max() > 1e-3, "the mesh did not change"
+            finally:
+                browser.close()
+    finally:
+        gui.stop()
+    assert not errors, f"console errors: {errors}"
