@@ -39,11 +39,11 @@ class IKConfig:
     """Prior samples (incl. the prior mean) screened by their initial loss."""
     n_starts: int = 4
     """Best candidates refined in parallel with Adam."""
-    adam_steps: int = 80
+    adam_steps: int = 30
     """Adam iterations (all starts at once)."""
-    adam_lr: float = 0.05
+    adam_lr: float = 0.1
     """Adam learning rate (latent units; prior std is 1), cosine-decayed to 10%."""
-    lbfgs_steps: int = 20
+    lbfgs_steps: int = 15
     """L-BFGS iterations on the best start (0 disables)."""
     prior_weight: float = 0.01
     """Weight of the soft barrier sum_i relu(|q_i - mu_i| - barrier_std)^2 (data terms are in squared
@@ -59,7 +59,10 @@ class IKConfig:
     """Standard deviation of the screened prior samples (1 = the prior)."""
     fit_similarity: bool = False
     """Also optimise a global scale and translation of the prediction (targets of unknown scale)."""
-    batch: int = 8
+    n_loss_points: int = 1024
+    """Decoded sample points used in the Chamfer term (a fixed random subset when the decoder has more);
+    the k-d tree Chamfer dominates the cost, the decoder's cost hardly depends on P."""
+    batch: int = 16
     """Latents decoded per forward pass when screening candidates."""
     seed: int = 0
     """Seed of the candidate samples."""
@@ -177,11 +180,19 @@ class _Objective:
 
         self.tree = cKDTree(self.tp.numpy())
         self.tv = None if target.vertices is None else target.vertices.float() * self.s
+        self.subset = None
+        P = int(decoder.rest_points.shape[0])
+        if self.loss == "chamfer" and P > cfg.n_loss_points:
+            g = torch.Generator().manual_seed(cfg.seed + 1)
+            self.subset = torch.randperm(P, generator=g)[: cfg.n_loss_points].sort().values
         self.pairs = None
         if cfg.rigidity_weight > 0:
             rp = decoder.rest_points.detach().float()
-            i, j = knn_pairs(rp, cfg.rigidity_k)
             groups = getattr(decoder, "point_groups", None)
+            if self.subset is not None:
+                rp = rp[self.subset]
+                groups = None if groups is None else np.asarray(groups)[self.subset.numpy()]
+            i, j = knn_pairs(rp, cfg.rigidity_k)
             if groups is not None:  # only pairs on the same connected component / part may not stretch
                 groups = torch.as_tensor(np.asarray(groups))
                 keep = groups[i] == groups[j]
@@ -190,8 +201,13 @@ class _Objective:
             self.rest_len = (rp[i] - rp[j]).norm(dim=-1) * self.s
 
     def shapes(self, lat: torch.Tensor, sim: torch.Tensor | None):
-        """Decoded points (B, P, 3) (and vertices for the vertex loss), normalized, similarity applied."""
-        x = self.decoder.vertices(lat) if self.loss == "vertex" else self.decoder.points(lat)
+        """Decoded points (B, P', 3) (vertices for the vertex loss), normalized, similarity applied."""
+        if self.loss == "vertex":
+            x = self.decoder.vertices(lat)
+        else:
+            x = self.decoder.points(lat)
+            if self.subset is not None:
+                x = x[:, self.subset]
         x = x * self.s
         if sim is not None:
             x = x * torch.exp(sim[:, :1, None]) + sim[:, None, 1:4]
@@ -222,7 +238,11 @@ class _Objective:
             dev = (lat - self.mu).abs() - self.cfg.barrier_std
             e = e + self.cfg.prior_weight * torch.relu(dev).pow(2).sum(-1)
         if self.pairs is not None:
-            pts = x if self.loss == "chamfer" else self.decoder.points(lat) * self.s
+            if self.loss == "chamfer":
+                pts = x
+            else:
+                pts = self.decoder.points(lat) * self.s
+                pts = pts if self.subset is None else pts[:, self.subset]
             i, j = self.pairs
             ln = (pts[:, i] - pts[:, j]).norm(dim=-1)
             e = e + self.cfg.rigidity_weight * (ln - self.rest_len).pow(2).mean(-1)
