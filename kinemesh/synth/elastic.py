@@ -120,9 +120,9 @@ def _simulate(shape, mesh, cage, action, E, nu, damp, density, rng, strength, du
             pins = np.where(nodes[:, 0] <= nodes[:, 0].min() + 1e-6)[0]
         cond["pinned_nodes"] = int(len(pins))
     if action == "drop":
-        lift = float(rng.uniform(0.02, 0.2))
+        lift = float(rng.uniform(0.02, 0.2)) * strength
         cond["height"] = lift
-        vel = np.r_[rng.normal(0, 0.4, 2), -rng.uniform(0, 1.0)]
+        vel = np.r_[rng.normal(0, 0.4, 2), -rng.uniform(0, 1.0)] * strength
         cond["initial_velocity"] = vel.tolist()
     else:
         lift = 0.003 if len(pins) == 0 else 0.0
@@ -231,7 +231,8 @@ def _simulate(shape, mesh, cage, action, E, nu, damp, density, rng, strength, du
         "conditions": cond,
         "material": {"young": E, "poisson": nu, "damping": damp, "density": density, "friction": friction},
         "simulation": {"engine": "mujoco", "integrator": "discrete", "timestep": dt_used,
-                       "tet_nodes": int(len(nodes)), "tets": int(len(cage.tets))},
+                       "tet_nodes": int(len(nodes)), "tets": int(len(cage.tets)),
+                       "max_inverted_fraction": float(run.extra.get("max_inverted_fraction", 0.0))},
     }
     return KinematicSequence(rest_surface.astype(np.float32), np.asarray(mesh.faces), frames, times, None, meta)
 

@@ -32,8 +32,8 @@ class MjcfOptions:
     limit_solref: tuple[float, float] = (0.005, 1.0)  # stiff joint limits (time constant s, damping ratio)
 
 
-def _fmt(a) -> str:
-    return " ".join(f"{float(x):.6g}" for x in np.ravel(a))
+def _fmt(a, digits: int = 10) -> str:
+    return " ".join(f"{float(x):.{digits}g}" for x in np.ravel(a))
 
 
 def _name(s: str) -> str:
@@ -62,7 +62,7 @@ def articulated_to_mjcf(obj: ArticulatedObject, options: MjcfOptions | None = No
     lines.append("  <asset>")
     for p in obj.parts:
         if len(p.vertices):
-            lines.append(f'    <mesh name={_name("mesh_" + p.name)} vertex="{_fmt(p.vertices)}" face="{_fmt(p.faces)}"/>')
+            lines.append(f'    <mesh name={_name("mesh_" + p.name)} vertex="{_fmt(p.vertices, 7)}" face="{_fmt(p.faces)}"/>')
     lines.append("  </asset>")
     lines.append("  <worldbody>")
     if o.floor:

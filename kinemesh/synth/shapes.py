@@ -54,17 +54,36 @@ def capsule(radius: float, p0, p1, count=(12, 12)) -> trimesh.Trimesh:
     return m
 
 
-def _check(m: trimesh.Trimesh, what: str) -> trimesh.Trimesh:
-    # merge coincident vertices and drop the zero-area faces booleans sometimes leave behind
+def _clean(m: trimesh.Trimesh) -> trimesh.Trimesh | None:
+    """Merge coincident vertices and drop zero-area faces; None unless the result is a closed manifold."""
     clean = trimesh.Trimesh(m.vertices, m.faces, process=True)
     clean.update_faces(clean.nondegenerate_faces())
     clean.remove_unreferenced_vertices()
-    if len(clean.faces) and clean.is_watertight:
+    if len(clean.faces) and clean.is_watertight and clean.is_winding_consistent:
         return clean
-    m = trimesh.Trimesh(m.vertices, m.faces, process=False)
-    if len(m.faces) == 0 or not m.is_watertight:
-        raise KinemeshError(f"{what}: boolean result is empty or not watertight")
-    return m
+    return None
+
+
+def _boolean(op: str, meshes: list[trimesh.Trimesh]) -> trimesh.Trimesh:
+    """Run a manifold3d boolean; when coincident geometry leaves slivers that do not clean into a closed
+    manifold, retry with the other operands nudged by a tiny rigid motion (~10 micrometres)."""
+    fn = {"union": trimesh.boolean.union, "difference": trimesh.boolean.difference}[op]
+    rng = np.random.default_rng(0)
+    operands = list(meshes)
+    for _ in range(5):
+        out = _clean(fn(operands, engine="manifold"))
+        if out is not None:
+            return out
+        nudged = [operands[0]]
+        for m in operands[1:]:
+            m = m.copy()
+            T = trimesh.transformations.rotation_matrix(1e-4 * rng.standard_normal(), rng.standard_normal(3),
+                                                        m.centroid)
+            T[:3, 3] += 1e-5 * rng.standard_normal(3)
+            m.apply_transform(T)
+            nudged.append(m)
+        operands = nudged
+    raise KinemeshError(f"{op}: boolean result is not a closed manifold")
 
 
 def union(meshes) -> trimesh.Trimesh:
@@ -72,12 +91,12 @@ def union(meshes) -> trimesh.Trimesh:
     meshes = list(meshes)
     if len(meshes) == 1:
         return meshes[0]
-    return _check(trimesh.boolean.union(meshes, engine="manifold"), "union")
+    return _boolean("union", meshes)
 
 
 def difference(a: trimesh.Trimesh, *cutters: trimesh.Trimesh) -> trimesh.Trimesh:
     """``a`` minus every cutter (manifold3d)."""
-    return _check(trimesh.boolean.difference([a, *cutters], engine="manifold"), "difference")
+    return _boolean("difference", [a, *cutters])
 
 
 def open_box(lo, hi, wall: float, open_side: str = "-y") -> trimesh.Trimesh:
