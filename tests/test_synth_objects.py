@@ -162,3 +162,23 @@ def test_partnet_folder_round_trip_yourdfpy_and_mujoco(tmp_path, objects, name):
         assert model.jnt_type[jid] == expected
         if j.type in ("revolute", "prismatic"):
             np.testing.assert_allclose(model.jnt_range[jid], j.limits, atol=1e-5)
+
+
+def test_bundled_examples_exist_and_load():
+    from pathlib import Path
+
+    import kinemesh
+    from kinemesh.data.partnet import load_articulated
+
+    ex = Path(kinemesh.__file__).parent / "assets" / "examples"
+    total = sum(p.stat().st_size for p in ex.rglob("*") if p.is_file())
+    assert total < 400_000  # small enough to ship
+    cab = load_articulated(ex / "cabinet")
+    assert sorted(j.type for j in cab.movable_joints) == ["revolute", "revolute"]
+    obj_cab = trimesh.load(ex / "cabinet.obj", force="mesh", process=False)
+    v, _, _ = cab.merged(None)
+    assert len(obj_cab.vertices) == len(v)
+    toy = trimesh.load(ex / "soft_toy.obj", force="mesh")
+    assert toy.is_watertight and 300 < len(toy.vertices) < 3000
+    cloth = trimesh.load(ex / "cloth.obj", force="mesh", process=False)
+    assert np.ptp(cloth.vertices[:, 2]) == 0 and len(cloth.vertices) == 441

@@ -232,7 +232,8 @@ def _simulate(shape, mesh, cage, action, E, nu, damp, density, rng, strength, du
         "material": {"young": E, "poisson": nu, "damping": damp, "density": density, "friction": friction},
         "simulation": {"engine": "mujoco", "integrator": "discrete", "timestep": dt_used,
                        "tet_nodes": int(len(nodes)), "tets": int(len(cage.tets)),
-                       "max_inverted_fraction": float(run.extra.get("max_inverted_fraction", 0.0))},
+                       "max_inverted_fraction": float(run.extra.get("max_inverted_fraction", 0.0)),
+                       "mujoco_warnings": int(run.extra.get("mujoco_warnings", 0))},
     }
     return KinematicSequence(rest_surface.astype(np.float32), np.asarray(mesh.faces), frames, times, None, meta)
 

@@ -39,10 +39,27 @@ class FlexRun:
 def simulate_flex(run: FlexRun, timestep: float) -> tuple[np.ndarray, np.ndarray]:
     """Step the model and record flex vertex positions: (frames (T, n, 3), times (T,)).
 
-    Raises SimulationDivergedError on divergence.
+    MuJoCo's text warnings (e.g. an under-converged stiffness solve) are captured, logged at debug level and
+    counted in ``run.extra["mujoco_warnings"]`` instead of flooding stderr. Raises SimulationDivergedError on
+    divergence.
     """
+    import logging
+
     import mujoco
 
+    captured: list[str] = []
+    previous = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(lambda msg: captured.append(str(msg)))
+    try:
+        return _simulate_flex(run, timestep, mujoco)
+    finally:
+        mujoco.set_mju_user_warning(previous)
+        run.extra["mujoco_warnings"] = run.extra.get("mujoco_warnings", 0) + len(captured)
+        for msg in captured[:3]:
+            logging.getLogger(__name__).debug("mujoco: %s", msg.strip())
+
+
+def _simulate_flex(run: FlexRun, timestep: float, mujoco) -> tuple[np.ndarray, np.ndarray]:
     model = mujoco.MjModel.from_xml_string(run.make_xml(timestep))
     data = mujoco.MjData(model)
     mujoco.mj_forward(model, data)
