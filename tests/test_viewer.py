@@ -142,6 +142,37 @@ def test_view_command_degrades_without_model_and_serves(tmp_path, box_mesh):
     assert main(["view", str(tmp_path / "missing.obj"), "--port", "0", "--seconds", "0"]) == 1
 
 
+def test_gui_callbacks_pick_drag_and_release_without_browser(box_mesh):
+    """The viser callbacks (click -> pick, gizmo drag -> solve, release -> dynamics) drive the app."""
+    from types import SimpleNamespace
+
+    from kinemesh.viz.viewer import ViewerGUI
+
+    d = Drawable(frames=np.asarray(box_mesh.vertices, np.float32)[None], faces=box_mesh.faces, title="box")
+    app = ViewerApp(d, ViewerConfig(sim_seconds=0.3, sim_fps=10, play_fps=10))
+    app.attach_decoder(LinearDecoder(app.rest_vertices), status="linear test decoder")
+    gui = ViewerGUI(app, host="127.0.0.1", port=0, load_model_async=False)
+    try:
+        assert len(gui._q_sliders) == 2 and gui._model_md.content == "linear test decoder"
+        gui._on_mesh_click(SimpleNamespace(ray_origin=(0.5, 0.25, 3.0), ray_direction=(0.0, 0.0, -1.0)))
+        vid = app.selected_vertex
+        assert vid is not None and gui._gizmo is not None
+        target = app.vertices[vid] + [0.04, 0.0, 0.0]
+        gui._on_gizmo(SimpleNamespace(phase="start", target=SimpleNamespace(position=tuple(target))))
+        gui._on_gizmo(SimpleNamespace(phase="end", target=SimpleNamespace(position=tuple(target))))
+        deadline = time.time() + 30
+        while time.time() < deadline and (gui._drag_busy or app.motion_source != "dynamics"):
+            time.sleep(0.05)
+        assert app.motion_source == "dynamics" and app.n_frames == 4
+        assert gui._frame is not None  # a playback slider appeared for the new motion
+        gui._set_playing(False)
+        app.set_frame(0)
+        assert gui._meshes[0].vertices.shape == (len(app.vertices), 3)
+        np.testing.assert_allclose(gui._meshes[0].vertices, app.vertices[gui._groups[0][1]])
+    finally:
+        gui.stop()
+
+
 @pytest.mark.browser
 def test_viewer_page_in_headless_chromium(box_mesh):
     """The page loads, the scene is not blank, a q slider moves the mesh server-side, no console errors."""

@@ -449,6 +449,19 @@ def _face_groups(faces: np.ndarray, part_ids: np.ndarray | None):
     return groups
 
 
+def _has_sharp_creases(vertices: np.ndarray, faces: np.ndarray, angle_deg: float = 40.0) -> bool:
+    """True when more than 5 % of the interior edges fold by more than ``angle_deg`` (boxy, CAD-like
+    meshes): such meshes look right with flat shading, smooth ones with interpolated normals."""
+    try:
+        import trimesh
+
+        m = trimesh.Trimesh(vertices, faces, process=False)
+        ang = m.face_adjacency_angles
+    except Exception:  # degenerate input: smooth shading is the safe default
+        return False
+    return bool(ang.size and (ang > np.radians(angle_deg)).mean() > 0.05)
+
+
 class ViewerGUI:
     """The browser front-end of a :class:`ViewerApp` (viser). ``start()`` serves it; ``url`` says where."""
 
@@ -500,13 +513,15 @@ class ViewerGUI:
         cam.position = tuple(float(c) for c in center + size * np.array([0.9, -1.3, 0.7]))
         cam.up = (0.0, 0.0, 1.0)
         self._groups = _face_groups(app.faces, app.part_ids)
+        flat = _has_sharp_creases(app.vertices, app.faces)
         self._meshes = []
         for i, (pid, vids, f) in enumerate(self._groups):
             color = tuple(int(255 * 0.8 * c) for c in PALETTE[i % len(PALETTE)])  # viser lights brightly
             h = scene.add_mesh_simple(f"/object/part{i}", app.vertices[vids], f, color=color, side="double",
-                                      flat_shading=False)
-            h.on_click(self._on_mesh_click)
+                                      flat_shading=flat)
             self._meshes.append(h)
+        # Scene-level clicks carry the mouse ray; picking is done here (ray_mesh_pick) on the current mesh.
+        scene.on_click()(self._on_mesh_click)
         self._arrows = None
         self._update_arrows()
         self._marker = scene.add_icosphere("/pick/marker", radius=0.015 * size, color=(230, 30, 30), visible=False)
