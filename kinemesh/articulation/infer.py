@@ -1,0 +1,254 @@
+"""Articulation of a segmented static shape: the learned predictor (GEOPARD-like) and the heuristic baseline.
+
+``articulate(obj)`` takes an :class:`ArticulatedObject` whose joints are ignored (only its parts are used)
+and returns one :class:`PartPrediction` per part except the root. Steps:
+
+1. root = the part with the largest box volume; parent of every other part = its neighbour towards the
+   root in the minimum spanning tree of part-to-part surface distances (parts touch their parent: a handle
+   touches its door, a door its carcass);
+2. the network predicts type, axis, origin, limits and a confidence per part (batched);
+3. optional validity check (``check_validity``): the opening direction (axis sign) is chosen so that the
+   sweep neither collides nor detaches (:mod:`kinemesh.articulation.validity`).
+
+The heuristic baseline picks, among the *valid* box candidates, one by a fixed rule (no learning).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kinemesh.data.articulated import ArticulatedObject, Joint, Part
+from kinemesh.errors import KinemeshError
+
+CLASSES = ("fixed", "revolute", "prismatic")
+
+
+@dataclass
+class PartPrediction:
+    """Predicted joint of one part (world frame, metres / radians)."""
+
+    name: str
+    type: str  # fixed | revolute | prismatic
+    axis: np.ndarray  # (3,) unit
+    origin: np.ndarray  # (3,) m, a point on the axis (prismatic: the part's box centre)
+    limits: tuple[float, float] | None
+    parent: str
+    confidence: float
+    label: str = ""
+    info: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """The part entry of the articulation JSON (DESIGN.md)."""
+        return {"name": self.name, "type": self.type, "axis": [round(float(a), 6) for a in self.axis],
+                "origin": [round(float(o), 6) for o in self.origin],
+                "limits": None if self.limits is None else [round(float(x), 6) for x in self.limits],
+                "parent": self.parent, "confidence": round(float(self.confidence), 4)}
+
+
+def geometric_parts(obj: ArticulatedObject) -> list[Part]:
+    """Parts with geometry; raises KinemeshError for fewer than two parts or a degenerate part."""
+    from kinemesh.articulation.candidates import check_part_geometry
+
+    parts = [p for p in obj.parts if len(p.vertices)]
+    for p in parts:
+        check_part_geometry(p.vertices, p.faces, p.name)
+    if len(parts) < 2:
+        raise KinemeshError(
+            f"{obj.name}: only {len(parts)} part with geometry; articulation needs at least two parts (give a "
+            "segmented mesh: URDF/PartNet-Mobility folder, GLB nodes, OBJ groups, --labels per-face file, or "
+            "separate connected components)")
+    return parts
+
+
+def part_tree(parts: list[Part], n_samples: int = 400, seed: int = 0) -> tuple[str, dict[str, str], np.ndarray]:
+    """Root part, parent of every other part, and the pairwise surface distance matrix (m).
+
+    Root = largest box volume. Parents come from the minimum spanning tree of part-to-part distances
+    (surface samples, k-d tree), oriented away from the root.
+    """
+    from scipy.sparse.csgraph import breadth_first_order, minimum_spanning_tree
+    from scipy.spatial import cKDTree
+
+    from kinemesh.articulation.candidates import part_box
+    from kinemesh.geometry.sampling import sample_surface
+
+    rng = np.random.default_rng(seed)
+    boxes = [part_box(p.vertices, p.name) for p in parts]
+    vols = np.array([float(np.prod(b.extents)) for b in boxes])
+    allv = np.concatenate([p.vertices for p in parts])
+    size = float(np.max(np.ptp(allv, axis=0)))
+    z0 = allv[:, 2].min()
+    # the root stands on the ground: largest part among those reaching the object's bottom (2% of its size)
+    grounded = np.array([p.vertices[:, 2].min() <= z0 + 0.02 * size for p in parts])
+    root = int(np.argmax(np.where(grounded, vols, -1.0)))
+    pts = []
+    for p in parts:
+        try:
+            s, _, _ = sample_surface(p.vertices, p.faces, n_samples, seed=rng)
+        except Exception:
+            s = p.vertices
+        pts.append(np.concatenate([s, p.vertices[:: max(1, len(p.vertices) // n_samples)]]))
+    n = len(parts)
+    D = np.zeros((n, n))
+    trees = [cKDTree(x) for x in pts]
+    for i in range(n):
+        for j in range(i + 1, n):
+            d = float(trees[j].query(pts[i], k=1)[0].min())
+            D[i, j] = D[j, i] = d
+    # Touching (within tol) counts as contact; among contacts prefer the bigger neighbour as the parent
+    # (drawers touch each other and the carcass: the carcass wins; a handle touches only its door).
+    tol = 0.015 * size
+    big = np.maximum(vols[:, None], vols[None, :]) / vols[root]
+    W = np.maximum(D, tol) + tol * (1.0 - np.minimum(big, 1.0))
+    np.fill_diagonal(W, 0)
+    mst = minimum_spanning_tree(W)
+    mst = mst + mst.T
+    order, pred = breadth_first_order(mst, root, directed=False, return_predecessors=True)
+    parents = {parts[i].name: parts[pred[i]].name for i in range(n) if i != root and pred[i] >= 0}
+    return parts[root].name, parents, D
+
+
+def _with_tree(parts: list[Part], root: str, parents: dict[str, str], preds: dict | None = None,
+               name: str = "object", category: str = "unknown") -> ArticulatedObject:
+    """An ArticulatedObject of ``parts`` with fixed joints along the tree (or predicted joints in ``preds``)."""
+    joints = []
+    for p in parts:
+        if p.name == root:
+            continue
+        pr = (preds or {}).get(p.name)
+        if pr is not None and pr.type != "fixed":
+            joints.append(Joint(f"joint_{p.name}", pr.type, pr.parent, p.name, pr.axis, pr.origin, pr.limits))
+        else:
+            joints.append(Joint(f"joint_{p.name}", "fixed", parents[p.name], p.name, (0, 0, 1), (0, 0, 0)))
+    return ArticulatedObject([Part(p.name, p.vertices, p.faces, p.label) for p in parts], joints, category, name)
+
+
+def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: bool = True, seed: int = 0,
+               device: str = "cpu", force_types: dict[str, str] | None = None) -> list[PartPrediction]:
+    """Predict the articulation of every non-root part of ``obj`` (its joints are not used).
+
+    ``weights``: a predictor folder (default: the shipped weights); ``net``: an already loaded network;
+    ``force_types``: part name -> motion type overriding the type head (a text prompt's verb).
+    Raises KinemeshError for a single-part object or degenerate parts.
+    """
+    import torch
+
+    from kinemesh.articulation.predictor import PredictorConfig, decode, load_predictor, part_features
+
+    parts = geometric_parts(obj)
+    root, parents, _ = part_tree(parts, seed=seed)
+    net = net if net is not None else load_predictor(weights, device)
+    cfg: PredictorConfig = net.config
+    rng = np.random.default_rng(seed)
+    geo = [(p.vertices, p.faces) for p in parts]
+    feats = []
+    for i, p in enumerate(parts):
+        if p.name == root:
+            continue
+        pts, bf, box, (center, scale) = part_features(geo, i, rng, cfg, p.name)
+        feats.append((p, pts, bf, box, center, scale))
+    with torch.no_grad():
+        out = net(torch.as_tensor(np.stack([f[1] for f in feats])).to(device),
+                  torch.as_tensor(np.stack([f[2] for f in feats])).to(device))
+    preds = {}
+    for b, (p, _, _, box, center, scale) in enumerate(feats):
+        r = decode(out, b, box, center, scale, (force_types or {}).get(p.name))
+        preds[p.name] = PartPrediction(p.name, r.type, r.axis, r.origin, None if r.type == "fixed" else r.limits,
+                                       parents[p.name], r.confidence, p.label,
+                                       {"type_probs": [float(x) for x in r.type_probs], "scale": scale})
+    if check_validity:
+        _choose_signs(parts, root, parents, preds)
+    return [preds[p.name] for p in parts if p.name in preds]
+
+
+def _subtree(parents: dict[str, str], name: str) -> list[str]:
+    kids: dict[str, list[str]] = {}
+    for c, p in parents.items():
+        kids.setdefault(p, []).append(c)
+    out, stack = [], [name]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(kids.get(n, []))
+    return out
+
+
+def _choose_signs(parts, root, parents, preds) -> None:
+    """Flip a movable prediction's axis (and limits) when only the flipped sweep is physically valid."""
+    from kinemesh.articulation.candidates import Candidate
+    from kinemesh.articulation.validity import OccupancyGrid, ValidityConfig, check_candidates
+
+    movable = [p for p in preds.values() if p.type != "fixed"]
+    if not movable:
+        return
+    grid = OccupancyGrid(_with_tree(parts, root, parents), ValidityConfig(n_points=400, steps=6))
+    for pr in movable:
+        lo, hi = pr.limits or (0.0, 0.5 * np.pi)
+        reach = hi if abs(hi) >= abs(lo) else lo
+        if pr.type == "revolute":
+            reach = float(np.clip(reach, -0.5 * np.pi, 0.5 * np.pi))
+        if abs(reach) < 1e-6:
+            continue
+        cands = [Candidate(pr.type, s * pr.axis, pr.origin, (0.0, s * reach), 0, 1) for s in (1, -1)]
+        check_candidates(grid, _subtree(parents, pr.name), cands)
+        pr.info["validity"] = [dict(c.info, valid=c.valid) for c in cands]
+        if (not cands[0].valid) and cands[1].valid:
+            pr.axis = -pr.axis
+            pr.limits = (-hi, -lo)
+            pr.info["sign_flipped_by_validity"] = True
+
+
+def heuristic_articulate(obj: ArticulatedObject, seed: int = 0) -> list[PartPrediction]:
+    """Baseline: the best *valid* box candidate by a fixed rule.
+
+    Rule: no valid candidate -> fixed; only prismatic candidates valid -> the first valid prismatic one;
+    otherwise revolute, preferring a box-edge line (hinge-like) about the box's longest side, then face-centre
+    lines, then the centre line.
+    """
+    from kinemesh.articulation.candidates import candidate_motions, part_box
+    from kinemesh.articulation.validity import OccupancyGrid, ValidityConfig, check_candidates
+
+    parts = geometric_parts(obj)
+    root, parents, _ = part_tree(parts, seed=seed)
+    grid = OccupancyGrid(_with_tree(parts, root, parents), ValidityConfig(n_points=400, steps=6, seed=seed))
+    out = []
+    for p in parts:
+        if p.name == root:
+            continue
+        box = part_box(p.vertices, p.name)
+        cands = check_candidates(grid, _subtree(parents, p.name), candidate_motions(box))
+        valid = [c for c in cands if c.valid]
+        rev = [c for c in valid if c.type == "revolute"]
+        pri = [c for c in valid if c.type == "prismatic"]
+        if not valid:
+            out.append(PartPrediction(p.name, "fixed", np.array([0, 0, 1.0]), box.center, None, parents[p.name],
+                                      1.0, p.label))
+            continue
+        if pri and not rev:
+            c = pri[0]
+        else:
+            longest = int(np.argmax(box.extents))
+
+            def score(c):
+                edge = int(abs(c.grid[0]) == 1 and abs(c.grid[1]) == 1)
+                face = int(abs(c.grid[0]) + abs(c.grid[1]) == 1)
+                return (-edge, -face, -int(c.box_axis == longest), c.info.get("collision", 0.0))
+
+            c = sorted(rev, key=score)[0]
+        out.append(PartPrediction(p.name, c.type, c.axis, c.origin, c.limits, parents[p.name],
+                                  1.0 / len(valid), p.label))
+    return out
+
+
+def to_articulated(obj: ArticulatedObject, preds: list[PartPrediction]) -> ArticulatedObject:
+    """``obj``'s parts with the predicted joints (root = the part no prediction names)."""
+    parts = [p for p in obj.parts if len(p.vertices)]
+    named = {p.name for p in preds}
+    roots = [p.name for p in parts if p.name not in named]
+    by = {p.name: p for p in preds}
+    parents = {p.name: p.parent for p in preds}
+    out = _with_tree(parts, roots[0], parents, by, obj.name, obj.category)
+    out.meta["source"] = "kinemesh articulate"
+    return out

@@ -1,0 +1,209 @@
+"""Articulation accuracy on held-out objects: predictor vs no-pretraining ablation vs heuristic, and from motion.
+
+Rows: held-out instances of the training categories, held-out categories, and (with ``--real``) the real
+PartNet-Mobility objects (static parts from their links, joints hidden from the predictor). Metrics per
+ground-truth non-root part: motion type (fixed / revolute / prismatic; continuous counts as revolute)
+precision and recall (macro over the three classes), axis angular error (deg, sign-invariant) on movable
+parts, origin error (distance between axis lines / object size) on revolute parts, parent accuracy.
+From motion (ATOP stage 2): joints fitted to 6 random observed configurations (vertex correspondences).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+CLASS_OF = {"fixed": "fixed", "revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic"}
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--n-objects", type=int, default=4, help="held-out instances per category")
+    p.add_argument("--real", default=None, help="folder of real PartNet-Mobility objects (e.g. ../shared/real_objects)")
+    p.add_argument("--out", default="docs/results/articulation.md", help="markdown table output")
+    p.add_argument("--weights", default=None, help="predictor folder (default: shipped weights)")
+    p.add_argument("--no-heuristic", action="store_true", help="skip the (slow) heuristic baseline")
+    p.add_argument("--seed", type=int, default=0)
+
+
+def _score(preds, gt_joints: dict, size: float) -> list[dict]:
+    """Per-GT-part records for predictions (objects with .name .type .axis .origin .parent)."""
+    from kinemesh.geometry.metrics import axis_angle_error_deg, axis_line_distance
+
+    by = {p.name: p for p in preds}
+    recs = []
+    for child, j in gt_joints.items():
+        t = CLASS_OF[j["type"]]
+        p = by.get(child)
+        r = {"part": child, "true": t, "pred": p.type if p is not None else "fixed",
+             "parent_ok": (p is not None and p.parent == j["parent"])}
+        if t != "fixed":
+            if p is not None and np.linalg.norm(p.axis) > 0:
+                r["axis"] = float(axis_angle_error_deg(p.axis, j["axis"]))
+            else:
+                r["axis"] = 90.0
+            if t == "revolute":
+                r["origin"] = (axis_line_distance(p.origin, p.axis, j["origin"], j["axis"]) / size
+                               if p is not None else 1.0)
+        recs.append(r)
+    return recs
+
+
+def _summ(recs: list[dict]) -> dict:
+    from kinemesh.geometry.metrics import type_precision_recall
+
+    if not recs:
+        return {}
+    pr = type_precision_recall([r["pred"] for r in recs], [r["true"] for r in recs],
+                               ("fixed", "revolute", "prismatic"))
+    prec = np.nanmean([pr[c]["precision"] for c in pr if pr[c]["support"] > 0 or not np.isnan(pr[c]["precision"])])
+    rec = np.nanmean([pr[c]["recall"] for c in pr if pr[c]["support"] > 0])
+    mov = [r["axis"] for r in recs if "axis" in r]
+    org = [r["origin"] for r in recs if "origin" in r]
+    return {"n": len(recs), "n_mov": len(mov), "axis": float(np.mean(mov)) if mov else float("nan"),
+            "axis_med": float(np.median(mov)) if mov else float("nan"),
+            "origin": float(np.mean(org)) if org else float("nan"), "prec": float(prec), "rec": float(rec),
+            "parent": float(np.mean([r["parent_ok"] for r in recs])), "per_class": pr}
+
+
+def _gt(obj) -> dict:
+    return {j.child: j.to_dict() for j in obj.joints if len(obj.part(j.child).vertices)}
+
+
+def _motion_records(obj, seed: int) -> list[dict]:
+    from kinemesh.articulation.from_motion import fit_sequence
+
+    rng = np.random.default_rng(seed)
+    seq = obj.to_sequence([obj.sample_values(rng) for _ in range(6)])
+    fits = fit_sequence(seq)
+    v, _, _ = obj.merged()
+    return _score(fits, _gt(obj), float(np.max(np.ptp(v, axis=0))))
+
+
+def _reroot_gt(obj) -> dict:
+    """GT joints keyed by child, with helper links (no geometry) collapsed onto their geometric parent."""
+    gt = {}
+    helpers = {p.name for p in obj.parts if len(p.vertices) == 0}
+    parent_of = {j.child: j.parent for j in obj.joints}
+    for j in obj.joints:
+        if j.child in helpers:
+            continue
+        d = j.to_dict()
+        par = d["parent"]
+        while par in helpers and par in parent_of:
+            par = parent_of[par]
+        d["parent"] = par
+        gt[j.child] = d
+    return gt
+
+
+def evaluate_objects(objects, methods: dict, seed: int, motion: bool = True, desc: str = "") -> dict:
+    """Records per method (+ "from motion") over ``objects`` [(name, ArticulatedObject with GT joints)]."""
+    from tqdm import tqdm
+
+    from kinemesh.articulation.dataset import strip_joints
+
+    recs = {m: [] for m in methods}
+    if motion:
+        recs["from motion (ATOP stage 2)"] = []
+    times = {m: [] for m in recs}
+    for name, obj in tqdm(objects, desc=desc, unit="obj"):
+        gt = _reroot_gt(obj)
+        static = strip_joints(obj)
+        static.parts = [p for p in static.parts if len(p.vertices)]
+        static.joints = [j for j in static.joints if j.child in {p.name for p in static.parts}]
+        v, _, _ = obj.merged()
+        size = float(np.max(np.ptp(v, axis=0)))
+        for m, fn in methods.items():
+            t0 = time.time()
+            try:
+                preds = fn(static)
+            except Exception as exc:  # report, do not abort the table
+                print(f"  {name}: {m} failed: {exc}")
+                preds = []
+            times[m].append(time.time() - t0)
+            recs[m] += _score(preds, gt, size)
+        if motion:
+            t0 = time.time()
+            try:
+                recs["from motion (ATOP stage 2)"] += _motion_records(obj, seed)
+            except Exception as exc:
+                print(f"  {name}: from motion failed: {exc}")
+            times["from motion (ATOP stage 2)"].append(time.time() - t0)
+    return {m: {**_summ(r), "time": float(np.mean(times[m])) if times[m] else float("nan")} for m, r in recs.items()}
+
+
+def _table(title: str, res: dict) -> list[str]:
+    lines = [f"### {title}", "",
+             "| method | parts | movable | axis err (deg) mean / median | origin err (norm.) | type P | type R | "
+             "parent acc | s/object |", "|---|---|---|---|---|---|---|---|---|"]
+    for m, s in res.items():
+        if not s or "n" not in s:
+            continue
+        lines.append(f"| {m} | {s['n']} | {s['n_mov']} | {s['axis']:.2f} / {s['axis_med']:.2f} | {s['origin']:.3f} | "
+                     f"{s['prec']:.3f} | {s['rec']:.3f} | {s['parent']:.3f} | {s['time']:.2f} |")
+    lines.append("")
+    return lines
+
+
+def run(args) -> int:
+    import torch
+
+    from kinemesh.articulation.dataset import HOLDOUT_CATEGORIES, TEST_SEED_BASE, build_object
+    from kinemesh.articulation.infer import articulate, heuristic_articulate
+    from kinemesh.articulation.predictor import DEFAULT_WEIGHTS, load_predictor
+    from kinemesh.atomic import write_text
+    from kinemesh.synth.categories import CATEGORIES
+
+    torch.set_num_threads(1)
+    wdir = Path(args.weights) if args.weights else DEFAULT_WEIGHTS
+    net = load_predictor(wdir)
+    abl = load_predictor(wdir / "no_pretrain") if (wdir / "no_pretrain").is_dir() else None
+    methods = {"ours (pretrained + fine-tuned)": lambda o: articulate(o, net=net, seed=args.seed)}
+    if abl is not None:
+        methods["ablation: no pretraining"] = lambda o: articulate(o, net=abl, seed=args.seed)
+    if not args.no_heuristic:
+        methods["heuristic: best valid box candidate"] = lambda o: heuristic_articulate(o, seed=args.seed)
+
+    def objs(cats):
+        out = []
+        for c in cats:
+            for i in range(args.n_objects):
+                try:
+                    out.append((f"{c}/{i}", build_object(c, TEST_SEED_BASE + 1000 * args.seed + i)))
+                except Exception as exc:
+                    print(f"  skip {c}/{i}: {exc}")
+        return out
+
+    seen = [c for c in CATEGORIES if c not in HOLDOUT_CATEGORIES]
+    sections = [("held-out instances of training categories", objs(seen)),
+                ("held-out categories (" + ", ".join(HOLDOUT_CATEGORIES) + ")", objs(HOLDOUT_CATEGORIES))]
+    if args.real:
+        from kinemesh.data.partnet import load_articulated
+
+        real = []
+        for d in sorted(Path(args.real).iterdir()):
+            if d.is_dir():
+                try:
+                    real.append((d.name, load_articulated(d)))
+                except Exception as exc:
+                    print(f"  skip {d.name}: {exc}")
+        sections.append((f"real PartNet-Mobility objects ({len(real)}, {args.real})", real))
+    cmd = (f"kinemesh eval articulation --n-objects {args.n_objects}" + (f" --real {args.real}" if args.real else "")
+           + (" --no-heuristic" if args.no_heuristic else "") + f" --seed {args.seed}")
+    lines = ["# Articulation results", "", f"Command: `{cmd}` (2 CPU cores shared, no GPU; torch 1 thread).",
+             f"Weights: `{wdir}`. Held-out data only: instance seeds >= {TEST_SEED_BASE}, categories "
+             f"{', '.join(HOLDOUT_CATEGORIES)} never trained on.", "",
+             "Targets: axis error <= 5 deg, origin error <= 0.05, type precision/recall >= 0.95. Reference: GEOPARD "
+             "9.18 deg / 0.05 / 0.92 / 0.93 (PartNet-Mobility, from a static shape); ATOP 2.63 deg (from observed "
+             "motion, their Table 1).", ""]
+    all_res = {}
+    for title, objects in sections:
+        res = evaluate_objects(objects, methods, args.seed, desc=title[:30])
+        all_res[title] = res
+        lines += _table(title, res)
+        print("\n".join(_table(title, res)))
+    write_text(args.out, "\n".join(lines) + "\n")
+    print(f"wrote {args.out}")
+    return 0
