@@ -12,9 +12,27 @@ from kinemesh.data.sequence import KinematicSequence
 
 
 def _synth(out, *extra):
-    return main(["synth", "--kinds", "articulated", "--categories", "laptop,chest", "--per-category", "2",
-                 "--seed", "5", "--workers", "1", "--no-progress", "--holdout-categories", "chest",
-                 "--out", str(out), *extra])
+    return main(
+        [
+            "synth",
+            "--kinds",
+            "articulated",
+            "--categories",
+            "laptop,chest",
+            "--per-category",
+            "2",
+            "--seed",
+            "5",
+            "--workers",
+            "1",
+            "--no-progress",
+            "--holdout-categories",
+            "chest",
+            "--out",
+            str(out),
+            *extra,
+        ]
+    )
 
 
 def test_synth_writes_sequences_manifest_and_resumes(tmp_path, capsys):
@@ -46,8 +64,20 @@ def test_synth_writes_sequences_manifest_and_resumes(tmp_path, capsys):
 
 
 def test_synth_is_deterministic_for_a_seed(tmp_path):
-    args = ["synth", "--kinds", "articulated,cloth", "--categories", "laptop,towel", "--per-category", "1",
-            "--seed", "9", "--workers", "1", "--no-progress"]
+    args = [
+        "synth",
+        "--kinds",
+        "articulated,cloth",
+        "--categories",
+        "laptop,towel",
+        "--per-category",
+        "1",
+        "--seed",
+        "9",
+        "--workers",
+        "1",
+        "--no-progress",
+    ]
     assert main(args + ["--out", str(tmp_path / "a")]) == 0
     assert main(args + ["--out", str(tmp_path / "b")]) == 0
     fa = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*.npz"))

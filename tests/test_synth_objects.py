@@ -40,7 +40,9 @@ def test_every_category_builds_watertight_labelled_parts(objects):
         assert v[:, 2].min() >= -1e-6 and 0.05 < np.ptp(v, axis=0).max() < 3.0, name
         for j in obj.movable_joints:
             if j.type in ("revolute", "prismatic"):
-                assert j.limits is not None and j.limits[0] <= 0.0 <= j.limits[1] and j.limits[1] > j.limits[0]
+                assert (
+                    j.limits is not None and j.limits[0] <= 0.0 <= j.limits[1] and j.limits[1] > j.limits[0]
+                )
 
 
 def test_categories_have_expected_structure(objects):
@@ -62,8 +64,9 @@ def test_categories_have_expected_structure(objects):
 FAST_CHECK = ("cabinet", "laptop", "desk_lamp", "microwave", "scissors")
 
 
-@pytest.mark.parametrize("name", [n if n in FAST_CHECK else pytest.param(n, marks=pytest.mark.slow)
-                                  for n in sorted(CATEGORIES)])
+@pytest.mark.parametrize(
+    "name", [n if n in FAST_CHECK else pytest.param(n, marks=pytest.mark.slow) for n in sorted(CATEGORIES)]
+)
 def test_no_interpenetration_over_motion_range(objects, name):
     assert interpenetrations(objects[name], n_samples=120, seed=1, tolerance=1e-3) == []
 

@@ -70,8 +70,9 @@ def test_gravity_closes_a_released_lid():
 
 
 def test_elastic_drop_is_finite_and_moving():
-    seq = simulate_elastic("blob", np.random.default_rng(0), action="drop", duration=0.4, n_frames=8,
-                           resolution=4).validate()
+    seq = simulate_elastic(
+        "blob", np.random.default_rng(0), action="drop", duration=0.4, n_frames=8, resolution=4
+    ).validate()
     _moving(seq, 0.01)
     assert seq.kind == "elastic" and seq.meta["material"]["young"] > 0
     assert seq.frames[:, :, 2].min() > -0.02  # the floor stops it
@@ -80,16 +81,25 @@ def test_elastic_drop_is_finite_and_moving():
 def test_stiff_soft_body_keeps_its_volume():
     """A stiff (E = 1 MPa), nearly incompressible (nu = 0.45) blob poked on the floor keeps its enclosed
     volume within 3%."""
-    seq = simulate_elastic("blob", np.random.default_rng(1), action="poke", young=1e6, poisson=0.45,
-                           duration=0.4, n_frames=8, resolution=4)
+    seq = simulate_elastic(
+        "blob",
+        np.random.default_rng(1),
+        action="poke",
+        young=1e6,
+        poisson=0.45,
+        duration=0.4,
+        n_frames=8,
+        resolution=4,
+    )
     v0 = trimesh.Trimesh(seq.rest_vertices, seq.faces, process=False).volume
     vols = np.array([trimesh.Trimesh(f, seq.faces, process=False).volume for f in seq.frames])
     assert np.abs(vols / v0 - 1).max() < 0.03
 
 
 def test_pinned_stem_bends_in_wind_but_base_stays():
-    seq = simulate_elastic("stem", np.random.default_rng(2), action="wind", young=3e4, duration=0.5,
-                           n_frames=6, resolution=5)
+    seq = simulate_elastic(
+        "stem", np.random.default_rng(2), action="wind", young=3e4, duration=0.5, n_frames=6, resolution=5
+    )
     base = seq.rest_vertices[:, 2] < seq.rest_vertices[:, 2].min() + 1e-4
     assert base.any()
     assert np.abs(seq.frames[:, base] - seq.rest_vertices[base]).max() < 2e-3

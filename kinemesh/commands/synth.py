@@ -4,26 +4,51 @@ from __future__ import annotations
 
 
 def register(sub):
-    p = sub.add_parser("synth", help="generate synthetic 4D training data (articulated, elastic, cloth) with MuJoCo")
-    p.add_argument("--kinds", default="articulated,elastic,cloth",
-                   help="comma-separated kinds: articulated, elastic, cloth (default: all)")
+    p = sub.add_parser(
+        "synth", help="generate synthetic 4D training data (articulated, elastic, cloth) with MuJoCo"
+    )
+    p.add_argument(
+        "--kinds",
+        default="articulated,elastic,cloth",
+        help="comma-separated kinds: articulated, elastic, cloth (default: all)",
+    )
     p.add_argument("--per-category", type=int, default=4, help="instances per category (default 4)")
-    p.add_argument("--assembly-factor", type=float, default=3.0,
-                   help="random assemblies = per-category x this factor (default 3)")
-    p.add_argument("--kind-factors", default="",
-                   help="per-kind multipliers of --per-category, e.g. 'elastic=2,cloth=2' (default 1)")
+    p.add_argument(
+        "--assembly-factor",
+        type=float,
+        default=3.0,
+        help="random assemblies = per-category x this factor (default 3)",
+    )
+    p.add_argument(
+        "--kind-factors",
+        default="",
+        help="per-kind multipliers of --per-category, e.g. 'elastic=2,cloth=2' (default 1)",
+    )
     p.add_argument("--categories", default=None, help="comma-separated subset of categories (default: all)")
     p.add_argument("--seed", type=int, default=0, help="base random seed (default 0)")
     p.add_argument("--out", default=None, help="output folder (required unless only --preview)")
     p.add_argument("--workers", type=int, default=0, help="worker processes (default: all cores)")
-    p.add_argument("--holdout-categories", default=",".join(_default_holdout()),
-                   help="categories held out entirely as split test_category ('' for none)")
-    p.add_argument("--instance-fraction", type=float, default=0.15,
-                   help="fraction of instances per category in split test (default 0.15)")
-    p.add_argument("--write-assets", action="store_true",
-                   help="also write each articulated instance as a PartNet-style folder + MJCF under OUT/assets")
-    p.add_argument("--preview", action="store_true",
-                   help="render a contact sheet of every category and kind (rest and moved) to --preview-path")
+    p.add_argument(
+        "--holdout-categories",
+        default=",".join(_default_holdout()),
+        help="categories held out entirely as split test_category ('' for none)",
+    )
+    p.add_argument(
+        "--instance-fraction",
+        type=float,
+        default=0.15,
+        help="fraction of instances per category in split test (default 0.15)",
+    )
+    p.add_argument(
+        "--write-assets",
+        action="store_true",
+        help="also write each articulated instance as a PartNet-style folder + MJCF under OUT/assets",
+    )
+    p.add_argument(
+        "--preview",
+        action="store_true",
+        help="render a contact sheet of every category and kind (rest and moved) to --preview-path",
+    )
     p.add_argument("--preview-path", default="docs/synth_preview.png", help="PNG written by --preview")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=run)
@@ -72,9 +97,11 @@ def run(args) -> int:
     )
     report = generate(cfg, progress=not args.no_progress)
     st = report["by_status"]
-    print(f"synth: {st['ok']} generated, {st['skipped']} already present, {st['failed']} dropped "
-          f"in {report['seconds']:.1f} s; {report['sequences']} sequences, {report['frames']} frames; "
-          f"splits {report['splits']}; manifest {Path(args.out) / 'manifest.jsonl'}")
+    print(
+        f"synth: {st['ok']} generated, {st['skipped']} already present, {st['failed']} dropped "
+        f"in {report['seconds']:.1f} s; {report['sequences']} sequences, {report['frames']} frames; "
+        f"splits {report['splits']}; manifest {Path(args.out) / 'manifest.jsonl'}"
+    )
     for f in report["failures"]:
         print(f"  dropped {f['kind']}/{f['category']}/{f['index']}: {f['error']}")
     return 0

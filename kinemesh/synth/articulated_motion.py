@@ -16,8 +16,13 @@ from kinemesh.errors import SimulationDivergedError
 from kinemesh.synth.mjcf import MjcfOptions, body_transforms, load_model
 
 
-def kinematic_sequence(obj: ArticulatedObject, rng: np.random.Generator, n_frames: int = 16,
-                       p_closed: float = 0.25, fps: float = 10.0) -> KinematicSequence:
+def kinematic_sequence(
+    obj: ArticulatedObject,
+    rng: np.random.Generator,
+    n_frames: int = 16,
+    p_closed: float = 0.25,
+    fps: float = 10.0,
+) -> KinematicSequence:
     """Random joint configurations within limits; each joint stays at rest with probability ``p_closed``."""
     configs = []
     for _ in range(n_frames):
@@ -26,16 +31,25 @@ def kinematic_sequence(obj: ArticulatedObject, rng: np.random.Generator, n_frame
             if rng.random() < p_closed:
                 vals[k] = 0.0
         configs.append(vals)
-    return obj.to_sequence(configs, fps=fps, source="kinemesh.synth",
-                           extra_meta={"motion": "kinematic", "conditions": {"p_closed": p_closed}})
+    return obj.to_sequence(
+        configs,
+        fps=fps,
+        source="kinemesh.synth",
+        extra_meta={"motion": "kinematic", "conditions": {"p_closed": p_closed}},
+    )
 
 
 def _horizontal(axis: np.ndarray) -> bool:
     return abs(float(axis[2])) < 0.3
 
 
-def dynamic_sequence(obj: ArticulatedObject, rng: np.random.Generator, duration: float = 2.0,
-                     n_frames: int = 24, timestep: float = 0.002) -> KinematicSequence:
+def dynamic_sequence(
+    obj: ArticulatedObject,
+    rng: np.random.Generator,
+    duration: float = 2.0,
+    n_frames: int = 24,
+    timestep: float = 0.002,
+) -> KinematicSequence:
     """Simulate ``obj`` in MuJoCo with a random action per joint and record ``n_frames`` frames.
 
     Actions (recorded in ``meta.conditions``): ``gravity`` (a horizontal-axis door/lid released from a random
@@ -74,7 +88,7 @@ def dynamic_sequence(obj: ArticulatedObject, rng: np.random.Generator, duration:
         elif act == "motor":
             sign = 1.0 if (lo >= 0 or rng.random() < 0.7) else -1.0
             # accelerate through about half the range in T_on
-            f = sign * inertia * span / T_on ** 2 * float(rng.uniform(0.8, 3.0))
+            f = sign * inertia * span / T_on**2 * float(rng.uniform(0.8, 3.0))
             cond.update(force=f, duration=T_on, lo=lo, hi=hi)
             if j.type != "prismatic" and _horizontal(j.axis):
                 f += sign * 2.0 * _gravity_torque_bound(obj, j)
@@ -95,18 +109,20 @@ def dynamic_sequence(obj: ArticulatedObject, rng: np.random.Generator, duration:
     for s in range(steps):
         t = s * timestep
         data.qfrc_applied[:] = 0.0
-        for name, (jid, qa, da, cond) in actions.items():
+        for _jid, qa, da, cond in actions.values():
             if cond["action"] == "motor" and t < cond["duration"]:
                 # the motor lets go near the end of the range instead of pushing into the limit
                 frac = (data.qpos[qa] - cond["lo"]) / max(cond["hi"] - cond["lo"], 1e-9)
                 if (cond["force"] > 0 and frac < 0.9) or (cond["force"] < 0 and frac > 0.1):
                     data.qfrc_applied[da] = cond["force"]
         mujoco.mj_step(model, data)
-        if (data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0 or not np.all(np.isfinite(data.qpos))):
+        if data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0 or not np.all(np.isfinite(data.qpos)):
             raise SimulationDivergedError(f"{obj.name}: rigid simulation diverged at t={t:.3f} s")
         if (s + 1) % every == 0 and len(frames) < n_frames:
             T = body_transforms(model, data, obj)
-            verts = [p.vertices @ T[p.name][:3, :3].T + T[p.name][:3, 3] for p in obj.parts if len(p.vertices)]
+            verts = [
+                p.vertices @ T[p.name][:3, :3].T + T[p.name][:3, 3] for p in obj.parts if len(p.vertices)
+            ]
             frames.append(np.concatenate(verts))
             times.append(t + timestep)
             values.append({n: float(data.qpos[qa]) for n, (jid, qa, da, c) in actions.items()})
@@ -114,9 +130,16 @@ def dynamic_sequence(obj: ArticulatedObject, rng: np.random.Generator, duration:
     if not np.isfinite(frames).all() or np.abs(frames).max() > 100:
         raise SimulationDivergedError(f"{obj.name}: rigid simulation produced non-finite or exploding frames")
     meta = obj.to_sequence([{}], source="kinemesh.synth").meta
-    meta.update(motion="dynamic", joint_values=values,
-                conditions={"damping_scale": opts.damping, "timestep": timestep, "gravity": [0, 0, -9.81],
-                            "joints": {n: c for n, (_, _, _, c) in actions.items()}})
+    meta.update(
+        motion="dynamic",
+        joint_values=values,
+        conditions={
+            "damping_scale": opts.damping,
+            "timestep": timestep,
+            "gravity": [0, 0, -9.81],
+            "joints": {n: c for n, (_, _, _, c) in actions.items()},
+        },
+    )
     return KinematicSequence(rest, faces, frames, np.asarray(times), part_ids, meta)
 
 

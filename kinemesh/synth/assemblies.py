@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from kinemesh.data.articulated import ArticulatedObject
+from kinemesh.errors import KinemeshError
 from kinemesh.synth import shapes as S
 from kinemesh.synth.categories import GAP, ObjectBuilder
 from kinemesh.synth.validity import is_valid
@@ -32,8 +33,9 @@ def _unit(k: int, s: float = 1.0) -> np.ndarray:
     return e
 
 
-def random_assembly(rng: np.random.Generator, n_moving: int | None = None, max_depth: int = 3,
-                    check: bool = True) -> ArticulatedObject:
+def random_assembly(
+    rng: np.random.Generator, n_moving: int | None = None, max_depth: int = 3, check: bool = True
+) -> ArticulatedObject:
     """A random articulated assembly with ``n_moving`` (default random 1-6) moving parts.
 
     Returns an ArticulatedObject of category ``assembly`` whose ``meta["params"]`` lists the part kinds.
@@ -64,7 +66,7 @@ def random_assembly(rng: np.random.Generator, n_moving: int | None = None, max_d
         n_parts, n_joints = len(b.parts), len(b.joints)
         try:
             new_box = _add_part(b, rng, kind, name, parent, lo, hi, a, s)
-        except Exception:  # degenerate sizes on a tiny face: try another placement
+        except (KinemeshError, ValueError):  # degenerate sizes on a tiny face: try another placement
             del b.parts[n_parts:], b.joints[n_joints:]
             continue
         if check:
@@ -90,7 +92,6 @@ def _add_part(b: ObjectBuilder, rng, kind, name, parent, lo, hi, a, s):
         t1, t2 = t2, t1
     f = hi[a] if s > 0 else lo[a]
     size1, size2 = hi[t1] - lo[t1], hi[t2] - lo[t2]
-    c = (lo + hi) / 2
     n = _unit(a, s)
 
     def slab(a_lo, a_hi, c1, w1, c2, w2):

@@ -9,7 +9,7 @@ keep them clear of the body over the whole range. Handles and knobs are their ow
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import trimesh
@@ -40,7 +40,9 @@ class ObjectBuilder:
         return name
 
     def joint(self, type_: str, parent: str, child: str, axis, origin, limits=None) -> None:
-        self.joints.append(Joint(f"joint_{len(self.joints)}_{child}", type_, parent, child, axis, origin, limits))
+        self.joints.append(
+            Joint(f"joint_{len(self.joints)}_{child}", type_, parent, child, axis, origin, limits)
+        )
 
     def fixed(self, parent: str, child: str) -> None:
         self.joint("fixed", parent, child, (0, 0, 1), (0, 0, 0))
@@ -66,13 +68,19 @@ class ObjectBuilder:
                 parts.append(Part(name, np.zeros((0, 3)), np.zeros((0, 3), int), label))
             else:
                 parts.append(Part(name, np.asarray(m.vertices), np.asarray(m.faces), label))
-        return ArticulatedObject(parts, list(self.joints), category=self.category,
-                                 name=f"{self.category}", meta={"params": self.params})
+        return ArticulatedObject(
+            parts,
+            list(self.joints),
+            category=self.category,
+            name=f"{self.category}",
+            meta={"params": self.params},
+        )
 
 
 # ---------------------------------------------------------------------------------------------- pieces
-def bar_handle(center, length: float, along: str, front_y: float, standoff: float = 0.025,
-               thick: float = 0.012) -> trimesh.Trimesh:
+def bar_handle(
+    center, length: float, along: str, front_y: float, standoff: float = 0.025, thick: float = 0.012
+) -> trimesh.Trimesh:
     """A bar handle on a face whose outward normal is -Y at ``front_y``: a bar plus two posts."""
     c = np.asarray(center, float)
     k = "xyz".index(along)
@@ -97,8 +105,10 @@ def knob_mesh(center, radius: float, depth: float, front_y: float, axis=(0, -1, 
     p0 = np.array([c[0], front_y - GAP / 2, c[2]])
     p1 = p0 + np.asarray(axis, float) * depth
     cyl = S.cylinder(radius, p0, p1, sections=16)
-    ridge = S.box([c[0] - radius * 0.15, p1[1] - depth * 0.35, c[2]],
-                  [c[0] + radius * 0.15, p1[1] + 0.001, c[2] + radius * 1.25])
+    ridge = S.box(
+        [c[0] - radius * 0.15, p1[1] - depth * 0.35, c[2]],
+        [c[0] + radius * 0.15, p1[1] + 0.001, c[2] + radius * 1.25],
+    )
     ridge_lo, ridge_hi = ridge.bounds
     return S.union([cyl, S.box([ridge_lo[0], min(p1[1] - 0.004, ridge_lo[1]), ridge_lo[2]], ridge_hi)])
 
@@ -110,8 +120,21 @@ def drawer_mesh(x0, x1, z0, z1, y_front, y_back, th, wall) -> trimesh.Trimesh:
     return panel
 
 
-def door_part(b: ObjectBuilder, name: str, x0, x1, z0, z1, y_front, th, hinge: str, body: str,
-              limit_hi: float, handle: bool = True, label: str = "door") -> str:
+def door_part(
+    b: ObjectBuilder,
+    name: str,
+    x0,
+    x1,
+    z0,
+    z1,
+    y_front,
+    th,
+    hinge: str,
+    body: str,
+    limit_hi: float,
+    handle: bool = True,
+    label: str = "door",
+) -> str:
     """A door slab x0..x1, z0..z1 in front of the face ``y_front`` (gap ``GAP``) hinged on its ``hinge``
     edge ("left", "right", "bottom", "top"), opening outward (towards -Y)."""
     yf = y_front - GAP  # back face of the door
@@ -141,8 +164,9 @@ def door_part(b: ObjectBuilder, name: str, x0, x1, z0, z1, y_front, th, hinge: s
     return name
 
 
-def drawer_part(b: ObjectBuilder, name: str, x0, x1, z0, z1, cav, y_front, depth, th, body: str,
-                handle_kind: str = "bar") -> str:
+def drawer_part(
+    b: ObjectBuilder, name: str, x0, x1, z0, z1, cav, y_front, depth, th, body: str, handle_kind: str = "bar"
+) -> str:
     """A drawer whose front panel covers x0..x1, z0..z1 and whose tray fits the cavity box ``cav``
     ((lo, hi) inner carcass bounds), sliding out along -Y."""
     yf = y_front - GAP
@@ -176,13 +200,22 @@ def cabinet(rng: np.random.Generator) -> ArticulatedObject:
     body = S.open_box([-W / 2, -D / 2, 0], [W / 2, D / 2, H], t, "-y")
     if rng.random() < 0.6:
         zs = b.u(0.35, 0.65) * H
-        body = S.union([body, S.box([-W / 2 + t - 0.001, -D / 2 + 0.02, zs], [W / 2 - t + 0.001, D / 2 - t + 0.001, zs + t])])
+        body = S.union(
+            [
+                body,
+                S.box(
+                    [-W / 2 + t - 0.001, -D / 2 + 0.02, zs], [W / 2 - t + 0.001, D / 2 - t + 0.001, zs + t]
+                ),
+            ]
+        )
     b.part("body", body, "body")
     th = b.u(0.015, 0.025)
     n = int(rng.integers(1, 3))
-    hi = lambda: b.u(0.5, 0.8) * np.pi  # noqa: E731
+    hi = lambda: b.u(0.5, 0.8) * np.pi
     if n == 1:
-        door_part(b, "door", -W / 2, W / 2, 0, H, -D / 2, th, str(rng.choice(["left", "right"])), "body", hi())
+        door_part(
+            b, "door", -W / 2, W / 2, 0, H, -D / 2, th, str(rng.choice(["left", "right"])), "body", hi()
+        )
     else:
         door_part(b, "door_left", -W / 2, -GAP / 2, 0, H, -D / 2, th, "left", "body", hi())
         door_part(b, "door_right", GAP / 2, W / 2, 0, H, -D / 2, th, "right", "body", hi())
@@ -196,7 +229,12 @@ def chest_of_drawers(rng: np.random.Generator) -> ArticulatedObject:
     n = int(rng.integers(2, 7))
     cols = 2 if (n >= 4 and n % 2 == 0 and rng.random() < 0.4) else 1
     rows = n // cols
-    W, D, H, t = b.u(0.5, 1.1) * (1.3 if cols == 2 else 1), b.u(0.35, 0.55), b.u(0.12, 0.22) * rows + 0.1, b.u(0.015, 0.025)
+    W, D, H, t = (
+        b.u(0.5, 1.1) * (1.3 if cols == 2 else 1),
+        b.u(0.35, 0.55),
+        b.u(0.12, 0.22) * rows + 0.1,
+        b.u(0.015, 0.025),
+    )
     b.part("body", S.open_box([-W / 2, -D / 2, 0], [W / 2, D / 2, H], t, "-y"), "body")
     cav = (np.array([-W / 2 + t, -D / 2, t]), np.array([W / 2 - t, D / 2 - t, H - t]))
     th = b.u(0.015, 0.022)
@@ -219,14 +257,29 @@ def wardrobe(rng: np.random.Generator) -> ArticulatedObject:
     zd = 0.0 if n_dr == 0 else b.u(0.12, 0.2) * n_dr + 0.02
     body = S.open_box([-W / 2, -D / 2, 0], [W / 2, D / 2, H], t, "-y")
     if n_dr:
-        body = S.union([body, S.box([-W / 2 + t - 0.001, -D / 2 + 0.01, zd - t / 2], [W / 2 - t + 0.001, D / 2 - t + 0.001, zd + t / 2])])
+        body = S.union(
+            [
+                body,
+                S.box(
+                    [-W / 2 + t - 0.001, -D / 2 + 0.01, zd - t / 2],
+                    [W / 2 - t + 0.001, D / 2 - t + 0.001, zd + t / 2],
+                ),
+            ]
+        )
     b.part("body", body, "body")
     th = b.u(0.018, 0.028)
-    door_part(b, "door_left", -W / 2, -GAP / 2, zd + GAP, H, -D / 2, th, "left", "body", b.u(0.5, 0.75) * np.pi)
-    door_part(b, "door_right", GAP / 2, W / 2, zd + GAP, H, -D / 2, th, "right", "body", b.u(0.5, 0.75) * np.pi)
+    door_part(
+        b, "door_left", -W / 2, -GAP / 2, zd + GAP, H, -D / 2, th, "left", "body", b.u(0.5, 0.75) * np.pi
+    )
+    door_part(
+        b, "door_right", GAP / 2, W / 2, zd + GAP, H, -D / 2, th, "right", "body", b.u(0.5, 0.75) * np.pi
+    )
     for i in range(n_dr):
         z0, z1 = i * (zd - t / 2) / n_dr + GAP / 2, (i + 1) * (zd - t / 2) / n_dr - GAP / 2
-        cav = (np.array([-W / 2 + t, -D / 2, t if i == 0 else z0]), np.array([W / 2 - t, D / 2 - t, zd - t / 2]))
+        cav = (
+            np.array([-W / 2 + t, -D / 2, t if i == 0 else z0]),
+            np.array([W / 2 - t, D / 2 - t, zd - t / 2]),
+        )
         drawer_part(b, f"drawer_{i}", -W / 2 + GAP, W / 2 - GAP, z0, z1, cav, -D / 2, D, th, "body")
     b.params = {"width": W, "depth": D, "height": H, "drawers": n_dr}
     return b.build()
@@ -238,12 +291,24 @@ def refrigerator(rng: np.random.Generator) -> ArticulatedObject:
     W, D, H, t = b.u(0.55, 0.9), b.u(0.6, 0.75), b.u(1.4, 1.9), b.u(0.03, 0.05)
     zs = H * (b.u(0.6, 0.72) if rng.random() < 0.6 else b.u(0.3, 0.4))
     body = S.open_box([-W / 2, -D / 2, 0], [W / 2, D / 2, H], t, "-y")
-    body = S.union([body, S.box([-W / 2 + t - 0.001, -D / 2 + 0.005, zs - t / 2], [W / 2 - t + 0.001, D / 2 - t + 0.001, zs + t / 2])])
+    body = S.union(
+        [
+            body,
+            S.box(
+                [-W / 2 + t - 0.001, -D / 2 + 0.005, zs - t / 2],
+                [W / 2 - t + 0.001, D / 2 - t + 0.001, zs + t / 2],
+            ),
+        ]
+    )
     b.part("body", body, "body")
     side = str(rng.choice(["left", "right"]))
     th = b.u(0.04, 0.07)
-    door_part(b, "door_lower", -W / 2, W / 2, 0.0, zs - GAP / 2, -D / 2, th, side, "body", b.u(0.5, 0.7) * np.pi)
-    door_part(b, "door_upper", -W / 2, W / 2, zs + GAP / 2, H, -D / 2, th, side, "body", b.u(0.5, 0.7) * np.pi)
+    door_part(
+        b, "door_lower", -W / 2, W / 2, 0.0, zs - GAP / 2, -D / 2, th, side, "body", b.u(0.5, 0.7) * np.pi
+    )
+    door_part(
+        b, "door_upper", -W / 2, W / 2, zs + GAP / 2, H, -D / 2, th, side, "body", b.u(0.5, 0.7) * np.pi
+    )
     b.params = {"width": W, "depth": D, "height": H, "split": zs, "hinge": side}
     return b.build()
 
@@ -253,11 +318,24 @@ def microwave(rng: np.random.Generator) -> ArticulatedObject:
     b = ObjectBuilder("microwave", rng)
     W, D, H, t = b.u(0.42, 0.6), b.u(0.3, 0.42), b.u(0.24, 0.35), b.u(0.015, 0.025)
     pw = b.u(0.1, 0.14)
-    body = S.difference(S.box([-W / 2, -D / 2, 0], [W / 2, D / 2, H]),
-                        S.box([-W / 2 + t, -D / 2 - 0.1, t], [W / 2 - pw - t, D / 2 - t, H - t]))
+    body = S.difference(
+        S.box([-W / 2, -D / 2, 0], [W / 2, D / 2, H]),
+        S.box([-W / 2 + t, -D / 2 - 0.1, t], [W / 2 - pw - t, D / 2 - t, H - t]),
+    )
     b.part("body", body, "body")
-    door_part(b, "door", -W / 2, W / 2 - pw - GAP, 0.0, H, -D / 2, b.u(0.02, 0.035), "left", "body",
-              b.u(0.48, 0.6) * np.pi)
+    door_part(
+        b,
+        "door",
+        -W / 2,
+        W / 2 - pw - GAP,
+        0.0,
+        H,
+        -D / 2,
+        b.u(0.02, 0.035),
+        "left",
+        "body",
+        b.u(0.48, 0.6) * np.pi,
+    )
     kc = np.array([W / 2 - pw / 2, 0, H * b.u(0.3, 0.6)])
     b.part("knob", knob_mesh(kc, min(0.025, pw * 0.3), 0.02, -D / 2), "knob")
     b.joint("continuous", "body", "knob", (0, -1, 0), (kc[0], -D / 2, kc[2]))
@@ -270,11 +348,24 @@ def oven(rng: np.random.Generator) -> ArticulatedObject:
     b = ObjectBuilder("oven", rng)
     W, D, H, t = b.u(0.5, 0.75), b.u(0.5, 0.65), b.u(0.7, 0.95), b.u(0.02, 0.035)
     zp = H * b.u(0.72, 0.8)
-    body = S.difference(S.box([-W / 2, -D / 2, 0], [W / 2, D / 2, H]),
-                        S.box([-W / 2 + t, -D / 2 - 0.1, t + 0.04], [W / 2 - t, D / 2 - t, zp - t]))
+    body = S.difference(
+        S.box([-W / 2, -D / 2, 0], [W / 2, D / 2, H]),
+        S.box([-W / 2 + t, -D / 2 - 0.1, t + 0.04], [W / 2 - t, D / 2 - t, zp - t]),
+    )
     b.part("body", body, "body")
-    door_part(b, "door", -W / 2 + GAP, W / 2 - GAP, 0.03, zp - GAP, -D / 2, b.u(0.03, 0.05), "bottom", "body",
-              b.u(0.45, 0.5) * np.pi)
+    door_part(
+        b,
+        "door",
+        -W / 2 + GAP,
+        W / 2 - GAP,
+        0.03,
+        zp - GAP,
+        -D / 2,
+        b.u(0.03, 0.05),
+        "bottom",
+        "body",
+        b.u(0.45, 0.5) * np.pi,
+    )
     nk = int(rng.integers(2, 5))
     for i in range(nk):
         kc = np.array([-W / 2 + (i + 0.5) * W / nk, 0, 0.5 * (zp + H)])
@@ -288,8 +379,10 @@ def laptop(rng: np.random.Generator) -> ArticulatedObject:
     """Laptop: a base and a lid (screen) hinged on the back edge; rest pose closed."""
     b = ObjectBuilder("laptop", rng)
     W, D, hb, hl = b.u(0.28, 0.4), b.u(0.19, 0.28), b.u(0.012, 0.025), b.u(0.006, 0.012)
-    base = S.difference(S.box([-W / 2, -D / 2, 0], [W / 2, D / 2, hb]),
-                        S.box([-W * 0.42, -D * 0.05, hb - 0.002], [W * 0.42, D * 0.42, hb + 0.01]))
+    base = S.difference(
+        S.box([-W / 2, -D / 2, 0], [W / 2, D / 2, hb]),
+        S.box([-W * 0.42, -D * 0.05, hb - 0.002], [W * 0.42, D * 0.42, hb + 0.01]),
+    )
     b.part("base", base, "base")
     b.part("lid", S.box([-W / 2, -D / 2, hb + GAP], [W / 2, D / 2, hb + GAP + hl]), "screen")
     b.joint("revolute", "base", "lid", (-1, 0, 0), (0, D / 2, hb + GAP / 2), (0.0, b.u(1.8, 2.3)))
@@ -307,7 +400,9 @@ def chest(rng: np.random.Generator) -> ArticulatedObject:
     b.part("lid", lid, "lid")
     b.joint("revolute", "body", "lid", (-1, 0, 0), (0, D / 2, H + GAP / 2), (0.0, b.u(1.5, 2.0)))
     if rng.random() < 0.6:
-        h = S.box([-0.06, -D / 2 - ov - 0.02, H + GAP + 0.2 * lt], [0.06, -D / 2 - ov + 0.002, H + GAP + 0.8 * lt])
+        h = S.box(
+            [-0.06, -D / 2 - ov - 0.02, H + GAP + 0.2 * lt], [0.06, -D / 2 - ov + 0.002, H + GAP + 0.8 * lt]
+        )
         b.part("lid_handle", h, "handle")
         b.fixed("lid", "lid_handle")
     b.params = {"width": W, "depth": D, "height": H}
@@ -321,7 +416,9 @@ def trash_can(rng: np.random.Generator) -> ArticulatedObject:
     round_ = rng.random() < 0.7
     if round_:
         R = b.u(0.12, 0.2)
-        body = S.difference(S.cylinder(R, [0, 0, 0], [0, 0, H], 24), S.cylinder(R - t, [0, 0, t], [0, 0, H + 0.1], 24))
+        body = S.difference(
+            S.cylinder(R, [0, 0, 0], [0, 0, H], 24), S.cylinder(R - t, [0, 0, t], [0, 0, H + 0.1], 24)
+        )
         lid = S.cylinder(R + 0.005, [0, 0, H + GAP], [0, 0, H + GAP + 0.02], 24)
         back = R + 0.005
     else:
@@ -352,7 +449,9 @@ def washing_machine(rng: np.random.Generator) -> ArticulatedObject:
     b.part("door", door, "door")
     b.joint("revolute", "body", "door", (0, 0, -1), (-rd, yb - th, cz), (0.0, b.u(0.5, 0.65) * np.pi))
     cav = (np.array([-W / 2 + 0.03, -D / 2, dz]), np.array([-W / 2 + 0.03 + dw, D * 0.1, dz + dh]))
-    drawer_part(b, "drawer", -W / 2 + 0.03, -W / 2 + 0.03 + dw, dz, dz + dh, cav, -D / 2, D, 0.012, "body", "knob")
+    drawer_part(
+        b, "drawer", -W / 2 + 0.03, -W / 2 + 0.03 + dw, dz, dz + dh, cav, -D / 2, D, 0.012, "body", "knob"
+    )
     kc = np.array([W / 2 - 0.08, 0, dz + dh / 2])
     b.part("knob", knob_mesh(kc, 0.03, 0.025, -D / 2), "knob")
     b.joint("continuous", "body", "knob", (0, -1, 0), (kc[0], -D / 2, kc[2]))
@@ -418,7 +517,9 @@ def _blade_pair(b: ObjectBuilder, jaw: float, handle: float, width: float, thick
         z1 = z0 + thick
         zc = 0.5 * (z0 + z1)
         s = 1 if k == 0 else -1
-        jaw_m = _prism([[0, -width / 2], [0, width / 2], [jaw, s * width * 0.1], [jaw, -s * width * 0.05]], z0, z1)
+        jaw_m = _prism(
+            [[0, -width / 2], [0, width / 2], [jaw, s * width * 0.1], [jaw, -s * width * 0.05]], z0, z1
+        )
         hub = S.cylinder(width * 0.6, [0, 0, z0], [0, 0, z1], 16)
         ang = s * 0.25
         hend = np.array([-handle * np.cos(ang), -handle * np.sin(ang), zc])
@@ -431,7 +532,9 @@ def _blade_pair(b: ObjectBuilder, jaw: float, handle: float, width: float, thick
         else:
             pieces.append(S.capsule(thick * 0.5, [0, 0, zc], hend))
         b.part(name, S.union(pieces), "blade" if ring else "jaw")
-    b.joint("revolute", "blade_lower", "blade_upper", (0, 0, 1), (0, 0, thick + GAP / 2), (0.0, b.u(0.4, 0.7)))
+    b.joint(
+        "revolute", "blade_lower", "blade_upper", (0, 0, 1), (0, 0, thick + GAP / 2), (0.0, b.u(0.4, 0.7))
+    )
 
 
 def scissors(rng: np.random.Generator) -> ArticulatedObject:
@@ -465,11 +568,19 @@ def sliding_window(rng: np.random.Generator) -> ArticulatedObject:
             x0, x1 = spans[k]
             y0, y1 = tracks[k]
             sash = S.frame([x0, y0, bo + GAP], [x1, y1, H - bo - GAP], sb, axis=1)
-            glass = S.box([x0 + sb - 0.001, (y0 + y1) / 2 - 0.003, bo + GAP + sb - 0.001],
-                          [x1 - sb + 0.001, (y0 + y1) / 2 + 0.003, H - bo - GAP - sb + 0.001])
+            glass = S.box(
+                [x0 + sb - 0.001, (y0 + y1) / 2 - 0.003, bo + GAP + sb - 0.001],
+                [x1 - sb + 0.001, (y0 + y1) / 2 + 0.003, H - bo - GAP - sb + 0.001],
+            )
             b.part(f"sash_{k}", S.union([sash, glass]), "sash")
-            b.joint("prismatic", "frame", f"sash_{k}", axes[k], ((x0 + x1) / 2, (y0 + y1) / 2, H / 2),
-                    (0.0, (Wi - ws - 2 * GAP) * b.u(0.8, 1.0)))
+            b.joint(
+                "prismatic",
+                "frame",
+                f"sash_{k}",
+                axes[k],
+                ((x0 + x1) / 2, (y0 + y1) / 2, H / 2),
+                (0.0, (Wi - ws - 2 * GAP) * b.u(0.8, 1.0)),
+            )
     else:
         Hi = H - 2 * bo
         hs = Hi / 2 + 0.02
@@ -479,11 +590,19 @@ def sliding_window(rng: np.random.Generator) -> ArticulatedObject:
             z0, z1 = spans[k]
             y0, y1 = tracks[k]
             sash = S.frame([-W / 2 + bo + GAP, y0, z0], [W / 2 - bo - GAP, y1, z1], sb, axis=1)
-            glass = S.box([-W / 2 + bo + sb, (y0 + y1) / 2 - 0.003, z0 + sb - 0.001],
-                          [W / 2 - bo - sb, (y0 + y1) / 2 + 0.003, z1 - sb + 0.001])
+            glass = S.box(
+                [-W / 2 + bo + sb, (y0 + y1) / 2 - 0.003, z0 + sb - 0.001],
+                [W / 2 - bo - sb, (y0 + y1) / 2 + 0.003, z1 - sb + 0.001],
+            )
             b.part(f"sash_{k}", S.union([sash, glass]), "sash")
-            b.joint("prismatic", "frame", f"sash_{k}", axes[k], (0, (y0 + y1) / 2, (z0 + z1) / 2),
-                    (0.0, (Hi - hs - 2 * GAP) * b.u(0.8, 1.0)))
+            b.joint(
+                "prismatic",
+                "frame",
+                f"sash_{k}",
+                axes[k],
+                (0, (y0 + y1) / 2, (z0 + z1) / 2),
+                (0.0, (Hi - hs - 2 * GAP) * b.u(0.8, 1.0)),
+            )
     b.params = {"width": W, "height": H, "vertical": vertical}
     return b.build()
 
@@ -505,8 +624,12 @@ def faucet(rng: np.random.Generator) -> ArticulatedObject:
     for i in range(n):
         s = 1 if (i == 0 and n == 2) or (n == 1 and rng.random() < 0.5) else -1
         c = np.array([s * (Rb + GAP), 0, Hb * 0.6])
-        knob = S.union([S.cylinder(0.018, c, c + [s * 0.03, 0, 0], 14),
-                        S.box(c + [min(s * 0.02, s * 0.03), -0.006, 0], c + [max(s * 0.02, s * 0.03), 0.006, 0.03])])
+        knob = S.union(
+            [
+                S.cylinder(0.018, c, c + [s * 0.03, 0, 0], 14),
+                S.box(c + [min(s * 0.02, s * 0.03), -0.006, 0], c + [max(s * 0.02, s * 0.03), 0.006, 0.03]),
+            ]
+        )
         name = b.part(f"knob_{i}", knob, "knob")
         b.joint("continuous", "body", name, (s, 0, 0), c)
     b.params = {"knobs": n}
@@ -532,7 +655,9 @@ CATEGORIES: dict[str, Callable[[np.random.Generator], ArticulatedObject]] = {
 }
 
 
-def build(category: str, rng: np.random.Generator, check: bool = True, attempts: int = 8) -> ArticulatedObject:
+def build(
+    category: str, rng: np.random.Generator, check: bool = True, attempts: int = 8
+) -> ArticulatedObject:
     """Build one random instance of ``category``; with ``check``, instances whose parts interpenetrate at
     some tested joint configuration are rejected and rebuilt (raises ConfigError for an unknown name)."""
     from kinemesh.errors import ConfigError, KinemeshError

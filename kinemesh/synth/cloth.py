@@ -46,9 +46,15 @@ def max_edge_stretch(rest: np.ndarray, frames: np.ndarray, faces: np.ndarray) ->
     return float((L / L0).max() - 1.0)
 
 
-def simulate_cloth(scene: str, rng: np.random.Generator, resolution: int | None = None,
-                   young: float | None = None, duration: float = 1.6, n_frames: int = 24,
-                   timestep: float = 0.004) -> KinematicSequence:
+def simulate_cloth(
+    scene: str,
+    rng: np.random.Generator,
+    resolution: int | None = None,
+    young: float | None = None,
+    duration: float = 1.6,
+    n_frames: int = 24,
+    timestep: float = 0.004,
+) -> KinematicSequence:
     """Simulate one cloth ``scene`` (see ``SCENES``) and return the sheet's motion.
 
     Material parameters are random when None: E log-uniform in [2e6, 1e7] Pa at thickness 1 mm, areal density
@@ -115,8 +121,13 @@ def simulate_cloth(scene: str, rng: np.random.Generator, resolution: int | None 
         accel = float(u(10, 40))
         t_on = float(u(0.2, 0.6))
         radius = 0.25 * max(W, H)
-        cond.update(push_center=center.tolist(), push_direction=direction.tolist(), push_accel=accel,
-                    push_duration=t_on, push_radius=radius)
+        cond.update(
+            push_center=center.tolist(),
+            push_direction=direction.tolist(),
+            push_accel=accel,
+            push_duration=t_on,
+            push_radius=radius,
+        )
 
         def force_fn(t, x, n, node_mass):
             if t >= t_on:
@@ -166,11 +177,27 @@ def simulate_cloth(scene: str, rng: np.random.Generator, resolution: int | None 
     frames, times, dt_used = run_with_retries(run, timestep, retries=2)
     stretch = max_edge_stretch(rest, frames, faces)
     meta = {
-        "category": scene, "kind": "cloth", "source": "kinemesh.synth.mujoco_flex", "units": "m", "up": "z",
+        "category": scene,
+        "kind": "cloth",
+        "source": "kinemesh.synth.mujoco_flex",
+        "units": "m",
+        "up": "z",
         "conditions": cond,
-        "material": {"young": E, "thickness": thick, "poisson": 0.3, "areal_density": areal, "damping": damp,
-                     "elastic2d": bend, "friction": friction},
-        "simulation": {"engine": "mujoco", "integrator": "discrete", "timestep": dt_used, "grid": [nx, ny],
-                       "max_edge_stretch": stretch},
+        "material": {
+            "young": E,
+            "thickness": thick,
+            "poisson": 0.3,
+            "areal_density": areal,
+            "damping": damp,
+            "elastic2d": bend,
+            "friction": friction,
+        },
+        "simulation": {
+            "engine": "mujoco",
+            "integrator": "discrete",
+            "timestep": dt_used,
+            "grid": [nx, ny],
+            "max_edge_stretch": stretch,
+        },
     }
     return KinematicSequence(rest.astype(np.float32), faces, frames.astype(np.float32), times, None, meta)

@@ -103,7 +103,7 @@ def run_item(args) -> dict:
     iid = f"{cat}_{index:04d}"
     try:
         if kind == "articulated":
-            from kinemesh.synth.articulated_motion import dynamic_sequence, kinematic_sequence
+            from kinemesh.synth.articulated_motion import kinematic_sequence
 
             obj = _articulated_object(cat, rng)
             obj.name = iid
@@ -123,11 +123,23 @@ def run_item(args) -> dict:
             seq.meta["instance"] = iid
             seq.meta["seed"] = [seed, kind, cat, index]
             seq.save(path)
-    except Exception as exc:  # a diverged or failed item is dropped and reported, never written
-        return {"kind": kind, "category": cat, "index": index, "status": "failed",
-                "error": f"{exc.__class__.__name__}: {exc}", "seconds": time.perf_counter() - t0}
-    return {"kind": kind, "category": cat, "index": index, "status": "ok",
-            "frames": int(sum(s.n_frames for s in seqs)), "seconds": time.perf_counter() - t0}
+    except Exception as exc:  # noqa: BLE001 -- a diverged or failed item is dropped and reported, never written
+        return {
+            "kind": kind,
+            "category": cat,
+            "index": index,
+            "status": "failed",
+            "error": f"{exc.__class__.__name__}: {exc}",
+            "seconds": time.perf_counter() - t0,
+        }
+    return {
+        "kind": kind,
+        "category": cat,
+        "index": index,
+        "status": "ok",
+        "frames": int(sum(s.n_frames for s in seqs)),
+        "seconds": time.perf_counter() - t0,
+    }
 
 
 def _articulated_object(cat: str, rng):
@@ -185,8 +197,10 @@ def generate(cfg: SynthConfig, progress: bool = True) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     jobs = make_jobs(cfg)
     workers = cfg.workers or os.cpu_count() or 1
-    args = [(k, c, i, str(out), cfg.seed, cfg.kinematic_frames, cfg.dynamic_frames, cfg.write_assets)
-            for k, c, i in jobs]
+    args = [
+        (k, c, i, str(out), cfg.seed, cfg.kinematic_frames, cfg.dynamic_frames, cfg.write_assets)
+        for k, c, i in jobs
+    ]
     t0 = time.perf_counter()
     results = []
     bar = tqdm(total=len(args), desc="synth", unit="item", disable=not progress)
@@ -207,8 +221,12 @@ def generate(cfg: SynthConfig, progress: bool = True) -> dict:
     bar.close()
     elapsed = time.perf_counter() - t0
     entries = [e for e in mf.scan_dataset(out) if e["kind"] in KINDS]
-    entries = mf.assign_splits(entries, holdout_categories=cfg.holdout_categories,
-                               instance_fraction=cfg.instance_fraction, seed=cfg.seed)
+    entries = mf.assign_splits(
+        entries,
+        holdout_categories=cfg.holdout_categories,
+        instance_fraction=cfg.instance_fraction,
+        seed=cfg.seed,
+    )
     mf.write_manifest(entries, out / "manifest.jsonl")
     report = {
         "seconds": elapsed,
@@ -220,9 +238,14 @@ def generate(cfg: SynthConfig, progress: bool = True) -> dict:
         "sequences": len(entries),
         "frames": int(sum(e["n_frames"] for e in entries)),
         "splits": {s: sum(e["split"] == s for e in entries) for s in mf.SPLITS},
-        "config": {"kinds": list(cfg.kinds), "per_category": cfg.per_category, "seed": cfg.seed,
-                   "assembly_factor": cfg.assembly_factor,
-                   "kind_factors": dict(cfg.kind_factors), "holdout_categories": list(cfg.holdout_categories)},
+        "config": {
+            "kinds": list(cfg.kinds),
+            "per_category": cfg.per_category,
+            "seed": cfg.seed,
+            "assembly_factor": cfg.assembly_factor,
+            "kind_factors": dict(cfg.kind_factors),
+            "holdout_categories": list(cfg.holdout_categories),
+        },
     }
     for k in cfg.kinds:
         rk = [r for r in results if r["kind"] == k and r["status"] == "ok"]

@@ -59,9 +59,14 @@ def soft_shape(name: str, rng: np.random.Generator) -> trimesh.Trimesh:
         s = u(0.06, 0.1)
         body = _ellipsoid([s * u(1.2, 1.6), s * u(0.8, 1.0), s * u(0.7, 0.9)], [0, 0, 1.4 * s], 2)
         head = _ellipsoid([s * 0.6] * 3, [s * u(1.3, 1.7), 0, 2.1 * s], 2)
-        legs = [S.cylinder(s * 0.22, [x * s, y * s, 0.0], [x * s, y * s, 1.2 * s], 12)
-                for x in (-0.8, 0.8) for y in (-0.45, 0.45)]
-        ears = [_ellipsoid([s * 0.12, s * 0.15, s * 0.3], [s * 1.5, y * s * 0.35, 2.6 * s], 1) for y in (-1, 1)]
+        legs = [
+            S.cylinder(s * 0.22, [x * s, y * s, 0.0], [x * s, y * s, 1.2 * s], 12)
+            for x in (-0.8, 0.8)
+            for y in (-0.45, 0.45)
+        ]
+        ears = [
+            _ellipsoid([s * 0.12, s * 0.15, s * 0.3], [s * 1.5, y * s * 0.35, 2.6 * s], 1) for y in (-1, 1)
+        ]
         m = S.union([body, head, *legs, *ears])
         m = S.refine(m, s * 0.4)
     else:
@@ -71,11 +76,19 @@ def soft_shape(name: str, rng: np.random.Generator) -> trimesh.Trimesh:
     return m
 
 
-def simulate_elastic(shape: str, rng: np.random.Generator, action: str | None = None,
-                     mesh: trimesh.Trimesh | None = None, young: float | None = None,
-                     poisson: float | None = None, damping: float | None = None,
-                     duration: float = 1.2, n_frames: int = 24, resolution: int = 6,
-                     timestep: float = 0.004) -> KinematicSequence:
+def simulate_elastic(
+    shape: str,
+    rng: np.random.Generator,
+    action: str | None = None,
+    mesh: trimesh.Trimesh | None = None,
+    young: float | None = None,
+    poisson: float | None = None,
+    damping: float | None = None,
+    duration: float = 1.2,
+    n_frames: int = 24,
+    resolution: int = 6,
+    timestep: float = 0.004,
+) -> KinematicSequence:
     """Simulate a soft body and return its surface motion as a KinematicSequence.
 
     ``shape`` names the category (and the generated surface when ``mesh`` is None); ``action`` is one of
@@ -98,8 +111,21 @@ def simulate_elastic(shape: str, rng: np.random.Generator, action: str | None = 
     # a diverged run is retried with a smaller step (inside), then with a gentler action; never written
     for strength in (1.0, 0.5, 0.25):
         try:
-            return _simulate(shape, mesh, cage, action, E, nu, damp, density, np.random.default_rng(seed),
-                             strength, duration, n_frames, timestep)
+            return _simulate(
+                shape,
+                mesh,
+                cage,
+                action,
+                E,
+                nu,
+                damp,
+                density,
+                np.random.default_rng(seed),
+                strength,
+                duration,
+                n_frames,
+                timestep,
+            )
         except SimulationDivergedError as exc:
             errors.append(str(exc))
     raise SimulationDivergedError(f"{shape}/{action}: diverged at every strength: {errors[-1]}")
@@ -118,7 +144,7 @@ def _simulate(shape, mesh, cage, action, E, nu, damp, density, rng, strength, du
         pins = np.where(nodes[:, 2] <= zmin + 1e-6)[0]
         if shape == "beam" and action in PINNED_ACTIONS:  # cantilever: clamp one end
             pins = np.where(nodes[:, 0] <= nodes[:, 0].min() + 1e-6)[0]
-        cond["pinned_nodes"] = int(len(pins))
+        cond["pinned_nodes"] = len(pins)
     if action == "drop":
         lift = float(rng.uniform(0.02, 0.2)) * strength
         cond["height"] = lift
@@ -126,7 +152,7 @@ def _simulate(shape, mesh, cage, action, E, nu, damp, density, rng, strength, du
         cond["initial_velocity"] = vel.tolist()
     else:
         lift = 0.003 if len(pins) == 0 else 0.0
-    offset = np.array([0.0, 0.0, lift - min(zmin, 0.0) + (0.0 if len(pins) else 0.0)])
+    offset = np.array([0.0, 0.0, lift - min(zmin, 0.0)])
     nodes = nodes + offset
     rest_surface = cage.surface(nodes)
     centroid = nodes.mean(0)
@@ -149,7 +175,7 @@ def _simulate(shape, mesh, cage, action, E, nu, damp, density, rng, strength, du
         t_on = 0.06
         fvec = direction * dv / t_on * mass / len(reg)
         cond.update(point=tgt.tolist(), direction=direction.tolist(), impulse=float(dv * mass), duration=t_on)
-        force_fn = lambda t, x: (reg, np.broadcast_to(fvec, (len(reg), 3))) if t < t_on else None  # noqa: E731
+        force_fn = lambda t, x: (reg, np.broadcast_to(fvec, (len(reg), 3))) if t < t_on else None
     elif action == "push":
         tgt = nodes[int(rng.integers(len(nodes)))]
         d = np.linalg.norm(nodes - tgt, axis=1)
@@ -159,8 +185,10 @@ def _simulate(shape, mesh, cage, action, E, nu, damp, density, rng, strength, du
         accel = float(rng.uniform(4, 15)) * strength  # m/s^2 of the whole body, on the pushed region
         t_on = float(rng.uniform(0.2, 0.6))
         fvec = direction * accel * mass / len(reg)
-        cond.update(point=tgt.tolist(), direction=direction.tolist(), force_per_node=fvec.tolist(), duration=t_on)
-        force_fn = lambda t, x: (reg, np.broadcast_to(fvec, (len(reg), 3))) if t < t_on else None  # noqa: E731
+        cond.update(
+            point=tgt.tolist(), direction=direction.tolist(), force_per_node=fvec.tolist(), duration=t_on
+        )
+        force_fn = lambda t, x: (reg, np.broadcast_to(fvec, (len(reg), 3))) if t < t_on else None
     elif action == "twist":
         top = np.where(nodes[:, 2] >= nodes[:, 2].max() - 0.25 * np.ptp(nodes[:, 2]))[0]
         if shape == "beam":
@@ -177,7 +205,9 @@ def _simulate(shape, mesh, cage, action, E, nu, damp, density, rng, strength, du
             r = x[top] - c
             tang = np.cross(axis, r)
             n = np.linalg.norm(tang, axis=1, keepdims=True)
-            return top, tang / np.maximum(n, 1e-9) * (accel * mass / len(top)) * np.minimum(n / (0.3 * size), 1.0)
+            return top, tang / np.maximum(n, 1e-9) * (accel * mass / len(top)) * np.minimum(
+                n / (0.3 * size), 1.0
+            )
     elif action == "wind":
         wdir = np.r_[rng.normal(0, 1, 2), 0.0]
         wdir /= np.linalg.norm(wdir)
@@ -227,15 +257,26 @@ def _simulate(shape, mesh, cage, action, E, nu, damp, density, rng, strength, du
     node_frames, times, dt_used = run_with_retries(run, timestep, retries=1)
     frames = cage.surface(node_frames).astype(np.float32)
     meta = {
-        "category": shape, "kind": "elastic", "source": "kinemesh.synth.mujoco_flex", "units": "m", "up": "z",
+        "category": shape,
+        "kind": "elastic",
+        "source": "kinemesh.synth.mujoco_flex",
+        "units": "m",
+        "up": "z",
         "conditions": cond,
         "material": {"young": E, "poisson": nu, "damping": damp, "density": density, "friction": friction},
-        "simulation": {"engine": "mujoco", "integrator": "discrete", "timestep": dt_used,
-                       "tet_nodes": int(len(nodes)), "tets": int(len(cage.tets)),
-                       "max_inverted_fraction": float(run.extra.get("max_inverted_fraction", 0.0)),
-                       "mujoco_warnings": int(run.extra.get("mujoco_warnings", 0))},
+        "simulation": {
+            "engine": "mujoco",
+            "integrator": "discrete",
+            "timestep": dt_used,
+            "tet_nodes": len(nodes),
+            "tets": len(cage.tets),
+            "max_inverted_fraction": float(run.extra.get("max_inverted_fraction", 0.0)),
+            "mujoco_warnings": int(run.extra.get("mujoco_warnings", 0)),
+        },
     }
-    return KinematicSequence(rest_surface.astype(np.float32), np.asarray(mesh.faces), frames, times, None, meta)
+    return KinematicSequence(
+        rest_surface.astype(np.float32), np.asarray(mesh.faces), frames, times, None, meta
+    )
 
 
 def _set_vertex_velocity(model, data, vert_body, vel: np.ndarray) -> None:
@@ -245,9 +286,6 @@ def _set_vertex_velocity(model, data, vert_body, vel: np.ndarray) -> None:
             continue
         j = model.body_jntadr[b]
         n = model.body_jntnum[b]
-        if n == 3:
+        if n == 3 or n == 1 and model.jnt_type[j] == 0:
             da = model.jnt_dofadr[j]
-            data.qvel[da:da + 3] = vel[i]
-        elif n == 1 and model.jnt_type[j] == 0:  # free joint
-            da = model.jnt_dofadr[j]
-            data.qvel[da:da + 3] = vel[i]
+            data.qvel[da : da + 3] = vel[i]

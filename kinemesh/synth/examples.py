@@ -55,15 +55,25 @@ def write_examples(folder: str | Path = EXAMPLES) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     cab = example_cabinet()
     groups = [(p.name, p.vertices, p.faces) for p in cab.parts if len(p.vertices)]
-    out = [write_text(folder / "cabinet.obj", _obj_text(groups, "two-door cabinet, rest pose, one object per part"))]
+    out = [
+        write_text(
+            folder / "cabinet.obj", _obj_text(groups, "two-door cabinet, rest pose, one object per part")
+        )
+    ]
     out.append(write_partnet_folder(cab, folder / "cabinet"))
     toy = soft_shape("toy", np.random.default_rng(0))
     assert toy.is_watertight
-    out.append(write_text(folder / "soft_toy.obj", _obj_text([("soft_toy", toy.vertices, toy.faces)],
-                                                               "watertight soft toy made of primitives")))
+    out.append(
+        write_text(
+            folder / "soft_toy.obj",
+            _obj_text([("soft_toy", toy.vertices, toy.faces)], "watertight soft toy made of primitives"),
+        )
+    )
     v, f = grid_sheet(21, 21, 0.6, 0.6)
     v = v - [0.3, 0.3, 0.0]
-    out.append(write_text(folder / "cloth.obj", _obj_text([("cloth", v, f)], "flat 0.6 m cloth grid, 21 x 21")))
+    out.append(
+        write_text(folder / "cloth.obj", _obj_text([("cloth", v, f)], "flat 0.6 m cloth grid, 21 x 21"))
+    )
     return out
 
 

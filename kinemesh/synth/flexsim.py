@@ -8,8 +8,8 @@ further than ``explode_factor`` object sizes from their start; diverged runs are
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -88,10 +88,13 @@ def _simulate_flex(run: FlexRun, timestep: float, mujoco) -> tuple[np.ndarray, n
                 c = x[run.tets]
                 vol = np.einsum("ij,ij->i", np.cross(c[:, 1] - c[:, 0], c[:, 2] - c[:, 0]), c[:, 3] - c[:, 0])
                 inverted = float(np.mean(vol <= 0))
-                run.extra["max_inverted_fraction"] = max(run.extra.get("max_inverted_fraction", 0.0), inverted)
+                run.extra["max_inverted_fraction"] = max(
+                    run.extra.get("max_inverted_fraction", 0.0), inverted
+                )
                 if inverted > run.max_inverted_fraction:
-                    raise SimulationDivergedError(f"flex simulation inverted {int((vol <= 0).sum())} "
-                                                  f"tetrahedra at t={t:.3f} s")
+                    raise SimulationDivergedError(
+                        f"flex simulation inverted {int((vol <= 0).sum())} tetrahedra at t={t:.3f} s"
+                    )
             frames.append(x)
             times.append(t + timestep)
             next_rec += every

@@ -40,8 +40,9 @@ def _name(s: str) -> str:
     return quoteattr(s)
 
 
-def articulated_to_mjcf(obj: ArticulatedObject, options: MjcfOptions | None = None,
-                        actuators: bool = False) -> str:
+def articulated_to_mjcf(
+    obj: ArticulatedObject, options: MjcfOptions | None = None, actuators: bool = False
+) -> str:
     """The MJCF XML string of ``obj`` (meshes inlined as ``<mesh vertex=... face=...>``).
 
     With ``actuators`` each movable joint gets a ``<motor>`` (gear 1) named ``motor_<joint>``.
@@ -50,19 +51,27 @@ def articulated_to_mjcf(obj: ArticulatedObject, options: MjcfOptions | None = No
     children: dict[str, list] = {}
     for j in obj.joints:
         children.setdefault(j.parent, []).append(j)
-    lines = [f"<mujoco model={_name(obj.name)}>",
-             '  <compiler angle="radian" inertiafromgeom="true" boundmass="1e-4" boundinertia="1e-8"/>',
-             f'  <option timestep="{o.timestep:g}" integrator="{o.integrator}" '
-             f'gravity="{_fmt([0, 0, -9.81] if o.gravity else [0, 0, 0])}">']
+    lines = [
+        f"<mujoco model={_name(obj.name)}>",
+        '  <compiler angle="radian" inertiafromgeom="true" boundmass="1e-4" boundinertia="1e-8"/>',
+        (
+            f'  <option timestep="{o.timestep:g}" integrator="{o.integrator}" '
+            f'gravity="{_fmt([0, 0, -9.81] if o.gravity else [0, 0, 0])}">'
+        ),
+    ]
     if o.contacts == "none":
         lines.append('    <flag contact="disable"/>')
     lines.append("  </option>")
-    lines.append(f'  <default><geom density="{o.density:g}" rgba="0.8 0.7 0.6 1"/>'
-                 f'<joint armature="{o.armature:g}" solreflimit="{_fmt(o.limit_solref)}"/></default>')
+    lines.append(
+        f'  <default><geom density="{o.density:g}" rgba="0.8 0.7 0.6 1"/>'
+        f'<joint armature="{o.armature:g}" solreflimit="{_fmt(o.limit_solref)}"/></default>'
+    )
     lines.append("  <asset>")
     for p in obj.parts:
         if len(p.vertices):
-            lines.append(f'    <mesh name={_name("mesh_" + p.name)} vertex="{_fmt(p.vertices, 7)}" face="{_fmt(p.faces)}"/>')
+            lines.append(
+                f'    <mesh name={_name("mesh_" + p.name)} vertex="{_fmt(p.vertices, 7)}" face="{_fmt(p.faces)}"/>'
+            )
     lines.append("  </asset>")
     lines.append("  <worldbody>")
     if o.floor:
@@ -75,7 +84,7 @@ def articulated_to_mjcf(obj: ArticulatedObject, options: MjcfOptions | None = No
         part = obj.part(name)
         if joint is not None and joint.type != "fixed":
             size = _part_size(part)
-            damp = o.damping * (size if joint.type == "prismatic" else size ** 2)
+            damp = o.damping * (size if joint.type == "prismatic" else size**2)
             jt = "slide" if joint.type == "prismatic" else "hinge"
             attrs = f'name={_name(joint.name)} type="{jt}" axis="{_fmt(joint.axis)}" pos="{_fmt(joint.origin)}" damping="{damp:.4g}"'
             if joint.type != "continuous" and joint.limits is not None:
@@ -84,7 +93,9 @@ def articulated_to_mjcf(obj: ArticulatedObject, options: MjcfOptions | None = No
                 attrs += ' limited="false"'
             lines.append(f"{pad}  <joint {attrs}/>")
         if len(part.vertices):
-            lines.append(f'{pad}  <geom name={_name("geom_" + name)} type="mesh" mesh={_name("mesh_" + name)}/>')
+            lines.append(
+                f'{pad}  <geom name={_name("geom_" + name)} type="mesh" mesh={_name("mesh_" + name)}/>'
+            )
         else:
             c = np.zeros(3) if joint is None else joint.origin
             lines.append(f'{pad}  <inertial pos="{_fmt(c)}" mass="0.001" diaginertia="1e-6 1e-6 1e-6"/>')

@@ -34,16 +34,20 @@ def preview_meshes(kinds=("articulated", "elastic", "cloth"), seed: int = 0) -> 
             act = ACTIONS[cat][-1] if cat in ("beam", "stem") else ACTIONS[cat][0]
             seq = simulate_elastic(cat, rng, action=act, n_frames=12)
             k = _most_deformed(seq)
-            tiles += [(seq.rest_vertices, seq.faces, None, f"{cat} rest"),
-                      (seq.frames[k], seq.faces, None, f"{cat} {act} t={seq.times[k]:.2f}s")]
+            tiles += [
+                (seq.rest_vertices, seq.faces, None, f"{cat} rest"),
+                (seq.frames[k], seq.faces, None, f"{cat} {act} t={seq.times[k]:.2f}s"),
+            ]
     if "cloth" in kinds:
         from kinemesh.synth.cloth import simulate_cloth
 
         for cat in all_categories("cloth"):
             rng = item_rng(seed, "cloth", cat, 0)
             seq = simulate_cloth(cat, rng, n_frames=12)
-            tiles += [(seq.rest_vertices, seq.faces, None, f"{cat} rest"),
-                      (seq.frames[-1], seq.faces, None, f"{cat} t={seq.times[-1]:.2f}s")]
+            tiles += [
+                (seq.rest_vertices, seq.faces, None, f"{cat} rest"),
+                (seq.frames[-1], seq.faces, None, f"{cat} t={seq.times[-1]:.2f}s"),
+            ]
     return tiles
 
 
@@ -53,8 +57,12 @@ def _most_deformed(seq) -> int:
     return int(np.argmax(np.linalg.norm(d, axis=-1).max(-1)))
 
 
-def render_preview(out_png: str | Path = "docs/synth_preview.png", kinds=("articulated", "elastic", "cloth"),
-                   seed: int = 0, cols: int = 6) -> Path:
+def render_preview(
+    out_png: str | Path = "docs/synth_preview.png",
+    kinds=("articulated", "elastic", "cloth"),
+    seed: int = 0,
+    cols: int = 6,
+) -> Path:
     """Render the contact sheet PNG of ``preview_meshes`` to ``out_png``."""
     from kinemesh.viz.render import contact_sheet
 

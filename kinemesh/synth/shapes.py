@@ -27,7 +27,9 @@ def cylinder(radius: float, p0, p1, sections: int = 20) -> trimesh.Trimesh:
     return trimesh.creation.cylinder(radius=radius, segment=np.array([p0, p1], float), sections=sections)
 
 
-def torus(major: float, minor: float, center=(0, 0, 0), axis=(0, 0, 1), sections: int = 20) -> trimesh.Trimesh:
+def torus(
+    major: float, minor: float, center=(0, 0, 0), axis=(0, 0, 1), sections: int = 20
+) -> trimesh.Trimesh:
     """Torus of ``major``/``minor`` radius (m) around ``axis`` through ``center``."""
     m = trimesh.creation.torus(major, minor, major_sections=sections, minor_sections=max(8, sections // 2))
     m.apply_transform(trimesh.geometry.align_vectors([0, 0, 1], np.asarray(axis, float)))
@@ -77,8 +79,9 @@ def _boolean(op: str, meshes: list[trimesh.Trimesh]) -> trimesh.Trimesh:
         nudged = [operands[0]]
         for m in operands[1:]:
             m = m.copy()
-            T = trimesh.transformations.rotation_matrix(1e-4 * rng.standard_normal(), rng.standard_normal(3),
-                                                        m.centroid)
+            T = trimesh.transformations.rotation_matrix(
+                1e-4 * rng.standard_normal(), rng.standard_normal(3), m.centroid
+            )
             T[:3, 3] += 1e-5 * rng.standard_normal(3)
             m.apply_transform(T)
             nudged.append(m)

@@ -48,8 +48,14 @@ class TetCage:
 
     def boundary_faces(self) -> np.ndarray:
         """Triangles (m, 3) of the cage boundary (faces used by exactly one tetrahedron)."""
-        f = np.concatenate([self.tets[:, [1, 2, 3]], self.tets[:, [0, 3, 2]], self.tets[:, [0, 1, 3]],
-                            self.tets[:, [0, 2, 1]]])
+        f = np.concatenate(
+            [
+                self.tets[:, [1, 2, 3]],
+                self.tets[:, [0, 3, 2]],
+                self.tets[:, [0, 1, 3]],
+                self.tets[:, [0, 2, 1]],
+            ]
+        )
         key = np.sort(f, axis=1)
         _, inv, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
         return f[counts[inv.ravel()] == 1]
@@ -57,8 +63,14 @@ class TetCage:
 
 def _bary(points: np.ndarray, corners: np.ndarray) -> np.ndarray:
     """Barycentric coordinates (..., 4) of points (..., 3) in tetrahedra (..., 4, 3)."""
-    T = np.stack([corners[..., 1, :] - corners[..., 0, :], corners[..., 2, :] - corners[..., 0, :],
-                  corners[..., 3, :] - corners[..., 0, :]], axis=-1)
+    T = np.stack(
+        [
+            corners[..., 1, :] - corners[..., 0, :],
+            corners[..., 2, :] - corners[..., 0, :],
+            corners[..., 3, :] - corners[..., 0, :],
+        ],
+        axis=-1,
+    )
     lam = np.linalg.solve(T, (points - corners[..., 0, :])[..., None])[..., 0]
     return np.concatenate([1 - lam.sum(-1, keepdims=True), lam], axis=-1)
 

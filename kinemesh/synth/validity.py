@@ -65,9 +65,12 @@ def interpenetrations(
         posed = {}
         for p in parts:
             R, t = T[p.name][:3, :3], T[p.name][:3, 3]
-            posed[p.name] = (trimesh.Trimesh(p.vertices @ R.T + t, p.faces, process=False), samples[p.name] @ R.T + t)
+            posed[p.name] = (
+                trimesh.Trimesh(p.vertices @ R.T + t, p.faces, process=False),
+                samples[p.name] @ R.T + t,
+            )
         for ia, a in enumerate(parts):
-            for b in parts[ia + 1:]:
+            for b in parts[ia + 1 :]:
                 if group[a.name] == group[b.name]:
                     continue
                 ma, pa = posed[a.name]
