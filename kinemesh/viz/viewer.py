@@ -510,7 +510,7 @@ class ViewerGUI:
                        position=(float(center[0]), float(center[1]), float(lo[2]) - 1e-3 * size))
         cam = self.server.initial_camera
         cam.look_at = tuple(float(c) for c in center)
-        cam.position = tuple(float(c) for c in center + size * np.array([0.9, -1.3, 0.7]))
+        cam.position = tuple(float(c) for c in center + size * np.array([0.55, -0.8, 0.45]))
         cam.up = (0.0, 0.0, 1.0)
         self._groups = _face_groups(app.faces, app.part_ids)
         flat = _has_sharp_creases(app.vertices, app.faces)
