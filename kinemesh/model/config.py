@@ -67,8 +67,8 @@ class TrainConfig:
     """Pairs per optimisation step (per process under DDP)."""
     n_points: int = 256
     """Surface points sampled per training pair (inference uses more, e.g. 2048)."""
-    lr: float = 5e-4
-    """AdamW learning rate (peak, after warm-up)."""
+    lr: float = 1e-3
+    """AdamW learning rate (peak, after warm-up; cosine decay to 10 % over the run's steps or minutes)."""
     weight_decay: float = 1e-4
     """AdamW weight decay."""
     warmup_steps: int = 200

@@ -23,7 +23,7 @@ from kinemesh.errors import ConfigError, InputFileError
 from kinemesh.model import _geometry as geo
 
 log = logging.getLogger(__name__)
-HELD_OUT_SPLITS = ("val", "valid", "validation", "test", "holdout", "heldout")
+HELD_OUT_SPLITS = ("val", "valid", "validation", "test", "test_category", "holdout", "heldout")
 
 
 def read_manifest_entries(data_dir: str | os.PathLike) -> list[dict]:
