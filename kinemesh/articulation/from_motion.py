@@ -190,11 +190,15 @@ def fit_parts(rest: dict[str, np.ndarray], frames: dict[str, np.ndarray]) -> lis
                     rel = np.stack([np.linalg.inv(Tp) @ Tc for Tp, Tc in zip(world[p], world[c])])
                     cache[(c, p)] = fit_joint(rel, rest[c], c, size, refine=False)
                 f = cache[(c, p)]
-                options.append((f.residual + (0.0 if f.type == "fixed" else 1e-4 * size), c, p))
+                options.append((f.residual + (0.0 if f.type == "fixed" else 1e-3 * size), c, p))
         # near-ties (a handle and its drawer both slide relative to the carcass): attach the bigger part
         # first, so the smaller one then hangs off it by a fixed joint
         lowest = min(o[0] for o in options)
-        best = max((o for o in options if o[0] <= lowest + 2e-3 * size), key=lambda o: (vol[o[1]], vol[o[2]], -o[0]))
+        # then prefer a fixed joint (a handle on its door), then the bigger parent (a drawer on the carcass,
+        # not on the drawer next to it, although relative to both it slides along one axis)
+        bucket = 5e-4 * size
+        best = max((o for o in options if o[0] <= lowest + 2e-3 * size),
+                   key=lambda o: (vol[o[1]], -round(o[0] / bucket), vol[o[2]]))
         _, c, p = best
         rel = np.stack([np.linalg.inv(Tp) @ Tc for Tp, Tc in zip(world[p], world[c])])
         f = fit_joint(rel, rest[c], c, size, refine=True)

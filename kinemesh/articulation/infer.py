@@ -152,14 +152,19 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
     with torch.no_grad():
         out = net(torch.as_tensor(np.stack([f[1] for f in feats])).to(device),
                   torch.as_tensor(np.stack([f[2] for f in feats])).to(device))
+    from kinemesh.articulation.predictor import alternatives
+
     preds = {}
     for b, (p, _, _, box, center, scale) in enumerate(feats):
         r = decode(out, b, box, center, scale, (force_types or {}).get(p.name))
         preds[p.name] = PartPrediction(p.name, r.type, r.axis, r.origin, None if r.type == "fixed" else r.limits,
                                        parents[p.name], r.confidence, p.label,
-                                       {"type_probs": [float(x) for x in r.type_probs], "scale": scale})
+                                       {"type_probs": [float(x) for x in r.type_probs], "scale": scale,
+                                        "alternatives": alternatives(out, b, box, center, scale, r.type)})
     if check_validity:
-        _choose_signs(parts, root, parents, preds)
+        _choose_valid(parts, root, parents, preds)
+    for pr in preds.values():
+        pr.info.pop("alternatives", None)
     return [preds[p.name] for p in parts if p.name in preds]
 
 
@@ -175,8 +180,10 @@ def _subtree(parents: dict[str, str], name: str) -> list[str]:
     return out
 
 
-def _choose_signs(parts, root, parents, preds) -> None:
-    """Flip a movable prediction's axis (and limits) when only the flipped sweep is physically valid."""
+def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
+    """Simulator-filtered decoding: among the network's axis/sign alternatives (most probable first, each
+    with its own origin), keep the first whose sweep neither collides nor detaches
+    (:mod:`kinemesh.articulation.validity`); when none is valid the network's top choice stays."""
     from kinemesh.articulation.candidates import Candidate
     from kinemesh.articulation.validity import OccupancyGrid, ValidityConfig, check_candidates
 
@@ -186,18 +193,29 @@ def _choose_signs(parts, root, parents, preds) -> None:
     grid = OccupancyGrid(_with_tree(parts, root, parents), ValidityConfig(n_points=400, steps=6))
     for pr in movable:
         lo, hi = pr.limits or (0.0, 0.5 * np.pi)
-        reach = hi if abs(hi) >= abs(lo) else lo
+        sign0 = 1.0 if abs(hi) >= abs(lo) else -1.0
+        reach = max(abs(lo), abs(hi))
         if pr.type == "revolute":
-            reach = float(np.clip(reach, -0.5 * np.pi, 0.5 * np.pi))
-        if abs(reach) < 1e-6:
+            reach = float(min(reach, 0.5 * np.pi))
+        if reach < 1e-6:
             continue
-        cands = [Candidate(pr.type, s * pr.axis, pr.origin, (0.0, s * reach), 0, 1) for s in (1, -1)]
+        alts = [a for a in pr.info["alternatives"] if a[0] >= min_prob] or pr.info["alternatives"][:1]
+        # the opening direction of the network's own answer is +-reach along its axis
+        cands = []
+        for _, axis, origin in alts:
+            s = sign0 * (1.0 if axis @ pr.axis >= 0 else -1.0) if abs(axis @ pr.axis) > 0.9 else sign0
+            cands.append(Candidate(pr.type, axis, origin, (0.0, s * reach), 0, 1))
         check_candidates(grid, _subtree(parents, pr.name), cands)
-        pr.info["validity"] = [dict(c.info, valid=c.valid) for c in cands]
-        if (not cands[0].valid) and cands[1].valid:
-            pr.axis = -pr.axis
-            pr.limits = (-hi, -lo)
-            pr.info["sign_flipped_by_validity"] = True
+        pr.info["validity"] = [dict(c.info, valid=c.valid, prob=a[0]) for c, a in zip(cands, alts)]
+        pick = next((i for i, c in enumerate(cands) if c.valid), None)
+        if pick is None or pick == 0:
+            continue
+        _, axis, origin = alts[pick]
+        flip = axis @ pr.axis < 0 and abs(axis @ pr.axis) > 0.9
+        pr.axis, pr.origin = axis, origin
+        if flip and pr.limits is not None:
+            pr.limits = (-pr.limits[1], -pr.limits[0])
+        pr.info["changed_by_validity"] = True
 
 
 def heuristic_articulate(obj: ArticulatedObject, seed: int = 0) -> list[PartPrediction]:

@@ -321,5 +321,26 @@ def decode(out: dict, b: int, box: PartBox, center, scale: float, force_type: st
     return RawPrediction(TYPES[t], probs, axis, origin, (lo, hi), conf, k, sgn)
 
 
+def alternatives(out: dict, b: int, box: PartBox, center, scale: float, type_: str) -> list[tuple[float, np.ndarray,
+                                                                                            np.ndarray]]:
+    """All 3 axis classes x 2 signs of row ``b`` as (probability, axis (3,), origin (3,) m), most probable
+    first; each class uses its own residual and most probable origin cell."""
+    kp = torch.softmax(out["axis_cls"][b], -1).detach().cpu().numpy()
+    res = []
+    for k in range(3):
+        sp = torch.softmax(out["sign"][b, k], -1).detach().cpu().numpy()
+        a_box = np.eye(3)[k] + out["axis_res"][b, k].detach().cpu().numpy()
+        a = (a_box / np.linalg.norm(a_box)) @ box.axes
+        oc = int(torch.argmax(out["origin_cls"][b, k]))
+        i, j = perpendicular_axes(k)
+        r = out["origin_res"][b, k, oc].detach().cpu().numpy()
+        rel = np.zeros(3)
+        rel[i], rel[j] = GRID[oc // 3] + r[0], GRID[oc % 3] + r[1]
+        o = box.relative_point(rel) / scale + center if type_ != "prismatic" else box.center / scale + center
+        for si, sgn in enumerate((1, -1)):
+            res.append((float(kp[k] * sp[si]), sgn * a, o))
+    return sorted(res, key=lambda x: -x[0])
+
+
 __all__ = ["ArticulationNet", "PredictorConfig", "TYPES", "part_features", "joint_targets", "validity_targets",
            "load_predictor", "save_predictor", "decode", "candidate_index"]

@@ -1,0 +1,68 @@
+"""Articulation inference time per object (target <= 1 s on 2 CPU cores).
+
+Run: ``python bench/articulation.py [--n 2] [--out bench/RESULTS_articulation.md]``. Times the predictor with and
+without the validity (opening direction) check, the heuristic baseline and the from-motion fit, on synthetic
+held-out objects, torch 1 thread. Prints a table and writes it as markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+
+import numpy as np
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=2, help="objects per category")
+    ap.add_argument("--categories", default="cabinet,chest_of_drawers,microwave,oven,desk_lamp,faucet,refrigerator")
+    ap.add_argument("--out", default="bench/RESULTS_articulation.md")
+    a = ap.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(1)
+    from kinemesh.articulation.dataset import TEST_SEED_BASE, build_object, strip_joints
+    from kinemesh.articulation.from_motion import fit_sequence
+    from kinemesh.articulation.infer import articulate, heuristic_articulate
+    from kinemesh.articulation.predictor import load_predictor
+    from kinemesh.atomic import write_text
+
+    net = load_predictor()
+    objs = [build_object(c, TEST_SEED_BASE + i) for c in a.categories.split(",") for i in range(a.n)]
+    articulate(strip_joints(objs[0]), net=net)  # warm-up (imports, first allocations)
+    rows = {"predictor + validity check": [], "predictor only": [], "heuristic baseline": [],
+            "from motion (6 frames)": []}
+    cpu = {k: [] for k in rows}
+    for o in objs:
+        s = strip_joints(o)
+        rng = np.random.default_rng(0)
+        seq = o.to_sequence([o.sample_values(rng) for _ in range(6)])
+        for k, fn in (("predictor + validity check", lambda: articulate(s, net=net)),
+                      ("predictor only", lambda: articulate(s, net=net, check_validity=False)),
+                      ("heuristic baseline", lambda: heuristic_articulate(s)),
+                      ("from motion (6 frames)", lambda: fit_sequence(seq))):
+            t0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            rows[k].append(time.perf_counter() - t0)
+            cpu[k].append(time.process_time() - c0)
+    nparts = np.mean([len(o.parts) for o in objs])
+    lines = ["# Articulation inference time", "",
+             f"Command: `python bench/articulation.py --n {a.n}`; machine: {os.cpu_count()} CPU cores shared with "
+             f"other jobs (load average {os.getloadavg()[0]:.1f} at the end), no GPU, torch 1 thread, "
+             f"{platform.python_version()}. {len(objs)} held-out synthetic objects ({a.categories}), "
+             f"{nparts:.1f} parts on average. Wall time is inflated by the shared load; CPU time is the "
+             "process's own.", "",
+             "| step | wall s/object mean | wall max | CPU s/object mean |", "|---|---|---|---|"]
+    for k in rows:
+        lines.append(f"| {k} | {np.mean(rows[k]):.3f} | {np.max(rows[k]):.3f} | {np.mean(cpu[k]):.3f} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    write_text(a.out, text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
