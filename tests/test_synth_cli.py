@@ -51,7 +51,10 @@ def test_synth_writes_sequences_manifest_and_resumes(tmp_path, capsys):
     seq = KinematicSequence.load(out / entries[0]["path"])
     assert seq.meta["joints"] and seq.n_vertices == entries[0]["n_vertices"]
     assert (out / "assets" / "laptop" / "laptop_0000" / "mobility.urdf").is_file()
-    assert (out / "assets" / "laptop" / "laptop_0000.xml").is_file()
+    import mujoco
+
+    model = mujoco.MjModel.from_xml_path(str(out / "assets" / "laptop" / "laptop_0000.xml"))
+    assert model.njnt == 1 and model.nmesh == 2
     report = json.loads((out / "synth_report.json").read_text())
     assert report["by_status"]["ok"] == 4 and report["by_status"]["failed"] == 0
 
