@@ -71,82 +71,171 @@ def point_triangle_sqdist(p, a, b, c):
 
 
 class _SurfaceIndex:
-    """Exact nearest-triangle search with KD-trees over face centroids (numpy + scipy only).
+    """Exact nearest-triangle search for many points: a binary kd-tree of triangles (bounding volume hierarchy)
+    traversed breadth-first with numpy for all queries of a chunk at once. numpy/scipy only.
 
-    Every triangle f lies inside the ball of radius r_f around its centroid c_f, so it can only be closer to a
-    query than an upper bound ``ub`` if ``|p - c_f| <= ub + r_f``. Faces are bucketed by r_f (factor-2 size
-    classes, one cKDTree each) so that one big triangle does not inflate the search radius of small ones; k-NN
-    queries per bucket grow until the k-th centroid is beyond ``ub + max r``. Candidates are then screened with
-    the cheap plane-distance lower bound before the exact point-triangle distance is evaluated.
+    Triangles are split recursively at the median centroid along the longest axis until a node holds at most
+    ``leaf`` triangles. Every node stores a PCA-oriented bounding box and a representative surface point (a
+    vertex). Traversal first dives greedily to one leaf per query for an upper bound, then keeps (query, node)
+    pairs whose oriented-box lower bound is below the query's upper bound; the bound is lowered by distances to
+    representative points and exact triangle distances. Triangles are screened with the plane + bounding-disk
+    bound before the exact distance. Oriented boxes of nearly flat patches are thin, so far and concave
+    configurations (points inside a sphere) stay cheap.
     """
 
-    def __init__(self, vertices, faces):
+    def __init__(self, vertices, faces, leaf: int = 16):
         v = np.asarray(vertices, dtype=np.float64)
         f = np.asarray(faces, dtype=np.int64)
-        self.v, self.f = v, f
         tri = v[f]
-        self.a, self.b, self.c = tri[:, 0].copy(), tri[:, 1].copy(), tri[:, 2].copy()
         centroid = tri.mean(axis=1)
-        radius = np.linalg.norm(tri - centroid[:, None, :], axis=2).max(axis=1)
+        order, start, stop, left, right = _kd_tree(centroid, leaf)
+        tri = tri[order]  # faces in tree order: every node covers a contiguous range
+        centroid = centroid[order]
+        self.a, self.b, self.c = tri[:, 0].copy(), tri[:, 1].copy(), tri[:, 2].copy()
         n = np.cross(self.b - self.a, self.c - self.a)
         nn = np.linalg.norm(n, axis=1)
-        self.unit_n = n / np.where(nn > 0, nn, 1.0)[:, None]  # zero rows for degenerate faces: lb = 0
-        self.tree = cKDTree(centroid)
-        rmax = max(float(radius.max()), 1e-300)
-        cls = np.clip(np.floor(np.log2(rmax / np.maximum(radius, 1e-300))), 0, 24).astype(np.int64)
-        self.buckets = []
-        for c in np.unique(cls):
-            ids = np.flatnonzero(cls == c)
-            self.buckets.append((cKDTree(centroid[ids]), ids, float(radius[ids].max())))
+        self.unit_n = n / np.where(nn > 0, nn, 1.0)[:, None]  # zero rows for degenerate faces: bound 0
+        self.centroid = centroid
+        self.face_r = np.linalg.norm(tri - centroid[:, None, :], axis=2).max(axis=1)
+        self.start, self.stop, self.left, self.right = start, stop, left, right
+        self.leaf = leaf
+        self.center, self.axes, self.half, self.rep = _node_bounds(tri.reshape(-1, 3), start * 3, stop * 3)
 
-    def _exact(self, q, rows, fids, ub2):
-        """Update ub2[rows] with exact squared distances of q[rows] to faces fids (plane bound first)."""
-        plane = np.einsum("ij,ij->i", q[rows] - self.a[fids], self.unit_n[fids]) ** 2
-        keep = plane < ub2[rows]
-        rows, fids = rows[keep], fids[keep]
-        if len(rows) == 0:
-            return
-        d2 = point_triangle_sqdist(q[rows], self.a[fids], self.b[fids], self.c[fids])
-        np.minimum.at(ub2, rows, d2)
+    def _node_lb2(self, q, rows, nodes):
+        """Lower bound on squared distance from q[rows] to the triangles of nodes (oriented box)."""
+        d = q[rows] - self.center[nodes]
+        local = np.einsum("ki,kij->kj", d, self.axes[nodes])
+        out = np.maximum(np.abs(local) - self.half[nodes], 0.0)
+        return np.einsum("ij,ij->i", out, out)
 
-    def sqdist(self, q, chunk: int = 8192) -> np.ndarray:
+    def _leaves(self, q, rows, nodes, ub2):
+        """Test the triangles of leaf nodes: plane + bounding-disk bound, then the exact distance."""
+        fid = self.start[nodes][:, None] + np.arange(self.leaf)[None, :]
+        ok = fid < self.stop[nodes][:, None]
+        rows = np.broadcast_to(rows[:, None], fid.shape)[ok]
+        fid = fid[ok]
+        off = q[rows] - self.centroid[fid]
+        h = np.einsum("ij,ij->i", off, self.unit_n[fid])
+        lateral = np.sqrt(np.maximum(np.einsum("ij,ij->i", off, off) - h * h, 0.0))
+        gap = np.maximum(lateral - self.face_r[fid], 0.0)
+        keep = h * h + gap * gap < ub2[rows]
+        rows, fid = rows[keep], fid[keep]
+        if len(rows):
+            d2 = point_triangle_sqdist(q[rows], self.a[fid], self.b[fid], self.c[fid])
+            np.minimum.at(ub2, rows, d2)
+
+    def _dive(self, q):
+        """Upper bound: descend to the child with the nearer box (then centre) down to one leaf per query."""
+        nq = len(q)
+        ar = np.arange(nq)
+        nodes = np.zeros(nq, dtype=np.int64)
+        while True:
+            internal = self.left[nodes] >= 0
+            if not internal.any():
+                break
+            r = ar[internal]
+            kids = np.stack([self.left[nodes[r]], self.right[nodes[r]]], axis=1)
+            rr = np.repeat(r, 2)
+            flat = kids.ravel()
+            dc = q[rr] - self.center[flat]
+            key = self._node_lb2(q, rr, flat) + np.einsum("ij,ij->i", dc, dc)
+            nodes[r] = kids[np.arange(len(r)), key.reshape(-1, 2).argmin(axis=1)]
+        ub2 = np.full(nq, np.inf)
+        self._leaves(q, ar, nodes, ub2)
+        return ub2
+
+    def sqdist(self, q, chunk: int = 4096) -> np.ndarray:
         out = np.empty(len(q))
         for s in range(0, len(q), chunk):
             out[s : s + chunk] = self._sqdist_chunk(q[s : s + chunk])
         return out
 
     def _sqdist_chunk(self, q):
-        m = len(self.f)
-        nq = len(q)
-        # initial upper bound: exact distance to the faces of the few nearest centroids
-        k = min(4, m)
-        _, j = self.tree.query(q, k=k, workers=-1)
-        j = j.reshape(nq, k)
-        ub2 = np.full(nq, np.inf)
-        rows = np.repeat(np.arange(nq), k)
-        d2 = point_triangle_sqdist(q[rows], self.a[j.ravel()], self.b[j.ravel()], self.c[j.ravel()])
-        np.minimum.at(ub2, rows, d2)
-        for tree, ids, rb in self.buckets:
-            mb = len(ids)
-            todo = np.arange(nq)
-            k_prev, k = 0, min(16, mb)
-            while len(todo):
-                d, j = tree.query(q[todo], k=k, workers=-1)
-                d = d.reshape(len(todo), k)[:, k_prev:]
-                j = j.reshape(len(todo), k)[:, k_prev:]
-                radius = np.sqrt(ub2[todo]) + rb
-                hit = d <= radius[:, None]
-                r_idx, c_idx = np.nonzero(hit)
-                if len(r_idx):
-                    self._exact(q, todo[r_idx], ids[j[r_idx, c_idx]], ub2)
-                if k >= mb:
-                    break
-                # every face of this bucket within the search radius has been seen once the last neighbour
-                # is beyond it (the radius only shrinks as ub2 improves)
-                done = d[:, -1] > np.sqrt(ub2[todo]) + rb
-                todo = todo[~done]
-                k_prev, k = k, min(k * 4, mb)
+        ub2 = self._dive(q)
+        rows = np.arange(len(q))
+        nodes = np.zeros(len(q), dtype=np.int64)
+        while len(rows):
+            rep = q[rows] - self.rep[nodes]
+            np.minimum.at(ub2, rows, np.einsum("ij,ij->i", rep, rep))
+            keep = self._node_lb2(q, rows, nodes) < ub2[rows]
+            rows, nodes = rows[keep], nodes[keep]
+            leaf = self.left[nodes] < 0
+            if leaf.any():
+                self._leaves(q, rows[leaf], nodes[leaf], ub2)
+            rows, nodes = rows[~leaf], nodes[~leaf]
+            rows = np.repeat(rows, 2)
+            nodes = np.stack([self.left[nodes], self.right[nodes]], axis=1).ravel()
         return ub2
+
+
+def _kd_tree(x, leaf):
+    """Balanced binary kd-tree over points x (n, 3): median split along each node's longest axis.
+
+    Returns ``order`` (n,) (points in tree order) and per node ``start, stop`` (ranges into ``order``) and
+    ``left, right`` child node ids (-1 for leaves); node 0 is the root.
+    """
+    n = len(x)
+    order = np.arange(n)
+    start, stop, left, right = [0], [n], [-1], [-1]
+    frontier = [0]
+    while frontier:
+        nxt = []
+        for node in frontier:
+            s, e = start[node], stop[node]
+            if e - s <= leaf:
+                continue
+            idx = order[s:e]
+            pts = x[idx]
+            ax = int(np.argmax(pts.max(axis=0) - pts.min(axis=0)))
+            order[s:e] = idx[np.argsort(pts[:, ax], kind="stable")]
+            mid = (s + e) // 2
+            left[node], right[node] = len(start), len(start) + 1
+            start += [s, mid]
+            stop += [mid, e]
+            left += [-1, -1]
+            right += [-1, -1]
+            nxt += [len(start) - 2, len(start) - 1]
+        frontier = nxt
+    return order, np.array(start), np.array(stop), np.array(left), np.array(right)
+
+
+def _node_bounds(pts, starts, stops):
+    """PCA-oriented boxes (centre, axes as columns, half extents) and a representative point per range.
+
+    ``pts`` (P, 3); ranges [start, stop) may nest (tree nodes). Uses prefix sums for the moments and a
+    per-depth pass for the extents.
+    """
+    counts = (stops - starts).astype(np.float64)[:, None]
+    c1 = np.concatenate([np.zeros((1, 3)), np.cumsum(pts, axis=0)])
+    mean = (c1[stops] - c1[starts]) / counts
+    # covariance about a per-range shift (the range's first point) for numerical robustness
+    outer = pts[:, :, None] * pts[:, None, :]
+    c2 = np.concatenate([np.zeros((1, 3, 3)), np.cumsum(outer, axis=0)])
+    second = (c2[stops] - c2[starts]) / counts[:, :, None]
+    cov = second - mean[:, :, None] * mean[:, None, :]
+    _, axes = np.linalg.eigh(cov)
+    lo = np.empty((len(starts), 3))
+    hi = np.empty((len(starts), 3))
+    # extents: nodes of one tree depth are disjoint ranges; process disjoint groups greedily by start order
+    remaining = np.argsort(starts, kind="stable")
+    while len(remaining):
+        group, last_stop, rest = [], -1, []
+        for i in remaining:
+            if starts[i] >= last_stop:
+                group.append(i)
+                last_stop = stops[i]
+            else:
+                rest.append(i)
+        g = np.array(group)
+        seg = np.repeat(np.arange(len(g)), stops[g] - starts[g])
+        idx = np.concatenate([np.arange(starts[i], stops[i]) for i in g])
+        local = np.einsum("ki,kij->kj", pts[idx] - mean[g][seg], axes[g][seg])
+        bounds = np.concatenate([[0], np.cumsum(stops[g] - starts[g])[:-1]])
+        lo[g] = np.minimum.reduceat(local, bounds, axis=0)
+        hi[g] = np.maximum.reduceat(local, bounds, axis=0)
+        remaining = np.array(rest, dtype=np.int64)
+    center = mean + np.einsum("cij,cj->ci", axes, 0.5 * (lo + hi))
+    return center, axes, 0.5 * (hi - lo), pts[(starts + stops) // 2]
 
 
 def point_to_surface_distance(points, vertices, faces, squared: bool = False) -> np.ndarray:
@@ -281,7 +370,9 @@ def volumetric_iou(mesh_a, mesh_b, n_points: int = 100000, seed: int = 0, method
     method : ``"contains"`` (occupancy of the same random points, ray-tested with embree; needs watertight
         meshes), ``"voxel"`` (filled voxel occupancy on a shared grid whose pitch is the union bounding box's
         longest side / ``voxel_resolution``; open surfaces then count only their surface voxels), or
-        ``"auto"``: contains when both meshes are watertight, voxel otherwise.
+        ``"auto"``: contains when both meshes are watertight, voxel otherwise. Voxel occupancy counts voxels
+        crossed by the surface as half occupied (removes the first-order bias of counting them fully); holes
+        smaller than a voxel are closed by the fill, larger holes leave only the shell occupied.
 
     Returns
     -------
@@ -301,22 +392,29 @@ def volumetric_iou(mesh_a, mesh_b, n_points: int = 100000, seed: int = 0, method
         return 1.0 if union == 0 else float(np.count_nonzero(ina & inb) / union)
     if method == "voxel":
         pitch = float((hi - lo).max()) / float(voxel_resolution)
-        ka = _voxel_keys(ma, pitch)
-        kb = _voxel_keys(mb, pitch)
-        union = len(np.union1d(ka, kb))
-        return 1.0 if union == 0 else float(len(np.intersect1d(ka, kb)) / union)
+        surf_a, fill_a = _voxel_keys(ma, pitch)
+        surf_b, fill_b = _voxel_keys(mb, pitch)
+        keys = np.union1d(fill_a, fill_b)
+        # occupancy 1 inside, 0.5 for voxels crossed by the surface (on average half inside), 0 outside
+        occ_a = np.where(np.isin(keys, surf_a), 0.5, np.isin(keys, fill_a).astype(np.float64))
+        occ_b = np.where(np.isin(keys, surf_b), 0.5, np.isin(keys, fill_b).astype(np.float64))
+        union = np.maximum(occ_a, occ_b).sum()
+        return 1.0 if union == 0 else float(np.minimum(occ_a, occ_b).sum() / union)
     raise ConfigError(f"volumetric_iou: method must be auto, contains or voxel, got {method!r}")
 
 
 def _voxel_keys(mesh, pitch):
-    """Integer keys of filled voxels on the lattice pitch * Z^3 (shared by both meshes)."""
+    """Integer keys of surface voxels and of filled voxels on the lattice pitch * Z^3 (shared by all meshes)."""
     from trimesh.voxel import creation
 
-    grid = creation.voxelize(mesh, pitch=pitch).fill()
-    idx = np.round(np.asarray(grid.points) / pitch).astype(np.int64)
-    off = 1 << 20
-    idx = idx + off
-    return np.unique((idx[:, 0] << 42) | (idx[:, 1] << 21) | idx[:, 2])
+    surface = creation.voxelize(mesh, pitch=pitch)
+    filled = surface.copy().fill()
+
+    def keys(grid):
+        idx = np.round(np.asarray(grid.points) / pitch).astype(np.int64) + (1 << 20)
+        return np.unique((idx[:, 0] << 42) | (idx[:, 1] << 21) | idx[:, 2])
+
+    return keys(surface), keys(filled)
 
 
 # ------------------------------------------------------------------------------------------- joint errors
