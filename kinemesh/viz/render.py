@@ -11,7 +11,7 @@ frames, so it stays fixed while the object moves. Coordinates are metres, +Z up.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -573,10 +573,12 @@ def _check_frames(frames, faces):
     return frames, faces.astype(np.int64)
 
 
-def write_images(images: Sequence[np.ndarray], out_path: str | os.PathLike, fps: float = 30.0) -> Path:
+def write_images(images: Iterable[np.ndarray], out_path: str | os.PathLike, fps: float = 30.0) -> Path:
     """Write uint8 images (H, W, 3) atomically as .mp4 (H.264), .gif (looping) or .png (one image or a grid).
 
-    A .png of several images is a grid of up to 8 evenly spaced images (4 per row).
+    ``images`` may be a generator: an .mp4 is encoded as the images arrive (memory stays flat for long
+    videos). A .png of several images is a grid of up to 8 evenly spaced images (4 per row). GIF encoders
+    merge identical consecutive frames into one longer frame (same playback timing).
 
     Raises
     ------
@@ -588,41 +590,48 @@ def write_images(images: Sequence[np.ndarray], out_path: str | os.PathLike, fps:
     ext = out_path.suffix.lower()
     if ext not in (".mp4", ".gif", ".png"):
         raise ConfigError(f"--out {out_path}: unsupported extension {ext!r} (use .mp4, .gif or .png)")
-    if not len(images):
-        raise ConfigError("nothing to write: no frames")
     if not fps > 0:
         raise ConfigError(f"fps must be positive, got {fps}")
     with atomic_path(out_path) as tmp:
-        if ext == ".png":
-            if len(images) == 1:
-                grid = images[0]
+        if ext in (".png", ".gif"):
+            images = list(images)
+            if not images:
+                raise ConfigError("nothing to write: no frames")
+            if ext == ".png":
+                if len(images) == 1:
+                    grid = images[0]
+                else:
+                    pick = np.unique(np.linspace(0, len(images) - 1, min(8, len(images))).round().astype(int))
+                    grid = _grid([images[i] for i in pick], cols=min(4, len(pick)))
+                iio.imwrite(tmp, grid, extension=".png")
             else:
-                pick = np.unique(np.linspace(0, len(images) - 1, min(8, len(images))).round().astype(int))
-                grid = _grid([images[i] for i in pick], cols=min(4, len(pick)))
-            iio.imwrite(tmp, grid, extension=".png")
-        elif ext == ".gif":
-            iio.imwrite(tmp, np.stack(images), extension=".gif", duration=1000.0 / fps, loop=0)
+                iio.imwrite(tmp, np.stack(images), extension=".gif", duration=1000.0 / fps, loop=0)
         else:
             import imageio.v2 as iio2
 
-            h, w = images[0].shape[:2]
-            writer = iio2.get_writer(
-                tmp,
-                format="FFMPEG",
-                mode="I",
-                fps=fps,
-                codec="libx264",
-                quality=7,
-                pixelformat="yuv420p",
-                macro_block_size=1,
-                output_params=["-vf", f"pad={w + w % 2}:{h + h % 2}"],
-                ffmpeg_log_level="error",
-            )
+            writer = None
             try:
                 for im in images:
+                    if writer is None:
+                        h, w = im.shape[:2]
+                        writer = iio2.get_writer(
+                            tmp,
+                            format="FFMPEG",
+                            mode="I",
+                            fps=fps,
+                            codec="libx264",
+                            quality=7,
+                            pixelformat="yuv420p",
+                            macro_block_size=1,
+                            output_params=["-vf", f"pad={w + w % 2}:{h + h % 2}"],  # yuv420p needs even sizes
+                            ffmpeg_log_level="error",
+                        )
                     writer.append_data(np.ascontiguousarray(im))
             finally:
-                writer.close()
+                if writer is not None:
+                    writer.close()
+            if writer is None:
+                raise ConfigError("nothing to write: no frames")
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; renders are meant to be shared
     return out_path
 
@@ -686,13 +695,19 @@ def render_frames(
         tips = np.concatenate([_axis_extent_points([(o[t], d[t]) for o, d in ax], frames[t]) for t in
                                np.unique(np.linspace(0, T - 1, min(T, 16)).astype(int))])
     renderer = SceneRenderer(frames, faces, part_ids, size=size, views=views, style=style, extra_points=tips)
-    images = []
-    for t in tqdm(range(T), desc=f"render {Path(out_path).name}", disable=not progress or T < 2, unit="frame"):
-        img = renderer.render(frames[t], axes=[(o[t], d[t]) for o, d in ax] or None)
-        if titles is not None:
-            img = _caption(img, str(titles[t]))
-        images.append(img)
-    return write_images(images, out_path, fps=fps)
+    if Path(out_path).suffix.lower() == ".png" and T > 1:  # a still grid shows at most 8 frames
+        indices = np.unique(np.linspace(0, T - 1, min(8, T)).round().astype(int))
+    else:
+        indices = np.arange(T)
+
+    def images():
+        bar = tqdm(indices, desc=f"render {Path(out_path).name}", disable=not progress or len(indices) < 2,
+                   unit="frame")
+        for t in bar:
+            img = renderer.render(frames[t], axes=[(o[t], d[t]) for o, d in ax] or None)
+            yield _caption(img, str(titles[t])) if titles is not None else img
+
+    return write_images(images(), out_path, fps=fps)
 
 
 def _caption(img: np.ndarray, text: str, size: int = 16) -> np.ndarray:

@@ -104,7 +104,10 @@ class ViewerApp:
         self.frames = np.asarray(drawable.frames, np.float32)
         self.fps = float(drawable.fps or 30.0)
         self.frame_index = 0
-        self.rest_vertices = self.frames[0].copy()
+        seq = drawable.sequence
+        # The model is bound to the rest shape: a sequence's own rest pose, else the first frame.
+        self.rest_vertices = (np.asarray(seq.rest_vertices, np.float32).copy() if seq is not None
+                              else self.frames[0].copy())
         self.vertices = self.frames[0].copy()
         self.axes = [(o[0], d[0]) for o, d in drawable.axes]
         self.axis_names = list(drawable.axis_names)
