@@ -305,3 +305,45 @@ def test_parts_from_components_and_labels(tmp_path):
     np.save(lab, np.array([0] * 12 + [1] * 12))
     obj2 = load_parts(path, labels=lab)
     assert {p.name for p in obj2.parts} == {"part_0", "part_1"}
+
+
+def test_cli_observed_sequence_fits_joints(tmp_path):
+    from kinemesh.cli import main
+    from kinemesh.data.partnet import write_partnet_folder
+    from kinemesh.geometry.metrics import axis_angle_error_deg
+
+    obj = two_door_cabinet()
+    folder = tmp_path / "cab"
+    write_partnet_folder(obj, folder)
+    rng = np.random.default_rng(1)
+    seq = obj.to_sequence([obj.sample_values(rng) for _ in range(4)])
+    seq.save(tmp_path / "obs.npz")
+    out = tmp_path / "out"
+    assert main(["articulate", str(folder), "--out", str(out), "--observed", str(tmp_path / "obs.npz"),
+                 "--no-render"]) == 0
+    parts = {p["name"]: p for p in json.loads((out / "articulation.json").read_text())["parts"]}
+    for j in obj.joints:
+        p = parts[j.child]
+        assert p["type"] == "revolute" and p["parent"] == "body"
+        assert axis_angle_error_deg(p["axis"], j.axis) < 1.0
+
+
+def test_parts_from_obj_groups_and_glb_nodes(tmp_path):
+    from kinemesh.articulation.parts import load_parts
+
+    a, b = _box([-0.5, -0.5, -0.5], [0.5, 0.5, 0.5]), _box([0.5, -0.1, -0.1], [0.7, 0.1, 0.1])
+    lines = []
+    for name, m, off in (("body", a, 0), ("knob", b, 8)):
+        lines.append(f"o {name}")
+        lines += [f"v {x} {y} {z}" for x, y, z in m.vertices]
+        lines += [f"f {i + 1 + off} {j + 1 + off} {k + 1 + off}" for i, j, k in m.faces]
+    (tmp_path / "g.obj").write_text("\n".join(lines) + "\n")
+    obj = load_parts(tmp_path / "g.obj")
+    assert {p.name for p in obj.parts} == {"body", "knob"} and obj.root == "body"
+    np.testing.assert_allclose(obj.part("knob").vertices.mean(0), [0.6, 0, 0], atol=1e-9)
+    scene = trimesh.Scene()
+    scene.add_geometry(a, node_name="body")
+    scene.add_geometry(b, node_name="knob")
+    scene.export(tmp_path / "s.glb")
+    glb = load_parts(tmp_path / "s.glb")  # glTF is Y up: (x, y, z) -> (x, -z, y)
+    np.testing.assert_allclose(glb.part("knob").vertices.mean(0), [0.6, 0, 0], atol=1e-6)

@@ -303,3 +303,75 @@ def fit_from_clouds(part_points: np.ndarray, rest_points: np.ndarray, clouds: li
     fit.info["candidate"] = {"type": c.type, "axis": c.axis.tolist(), "origin": c.origin.tolist(),
                              "chamfer": float(best[0] / max(1, len(frames)))}
     return fit
+
+
+# ---------------------------------------------------------------------------------------------- objects
+def load_clouds(folder) -> list[np.ndarray]:
+    """Observed point clouds, one file per frame in natural order (.npy (k, 3), .xyz/.txt, or any mesh/point
+    file trimesh reads: .ply, .obj, ...). Raises InputFileError naming the file."""
+    from pathlib import Path
+
+    import trimesh
+
+    from kinemesh.data.loaders import natural_key
+    from kinemesh.errors import InputFileError
+
+    files = sorted([f for f in Path(folder).iterdir() if f.is_file() and not f.name.startswith(".")],
+                   key=lambda f: natural_key(f.name))
+    clouds = []
+    for f in files:
+        try:
+            if f.suffix == ".npy":
+                c = np.load(f, allow_pickle=False)
+            elif f.suffix in (".xyz", ".txt"):
+                c = np.loadtxt(f)[:, :3]
+            else:
+                g = trimesh.load(f, process=False)
+                c = np.asarray(g.vertices if not hasattr(g, "dump") else g.dump(concatenate=True).vertices)
+        except Exception as exc:
+            raise InputFileError(f, f"cannot read point cloud: {exc}") from None
+        c = np.asarray(c, float).reshape(-1, 3) if np.asarray(c).size % 3 == 0 else None
+        if c is None or len(c) < 10 or not np.isfinite(c).all():
+            raise InputFileError(f, "needs at least 10 finite 3D points")
+        clouds.append(c)
+    if not clouds:
+        raise InputFileError(folder, "no point-cloud files found")
+    return clouds
+
+
+def fit_object_from_clouds(obj, clouds: list[np.ndarray], n_points: int = 800, seed: int = 0) -> list[MotionFit]:
+    """ATOP stage 2 for every non-root part of a segmented static ``obj`` from observed whole-object clouds.
+    Parents come from the rest-pose contact tree (:func:`kinemesh.articulation.infer.part_tree`)."""
+    from kinemesh.articulation.infer import geometric_parts, part_tree
+    from kinemesh.geometry.sampling import sample_surface
+
+    parts = geometric_parts(obj)
+    root, parents, _ = part_tree(parts, seed=seed)
+    rng = np.random.default_rng(seed)
+    pts = {p.name: sample_surface(p.vertices, p.faces, n_points, seed=rng)[0] for p in parts}
+    fits = []
+    for p in parts:
+        if p.name == root:
+            continue
+        rest = np.concatenate([pts[q.name] for q in parts if q.name != p.name])
+        f = fit_from_clouds(pts[p.name], rest, clouds, p.name)
+        f.parent = parents[p.name]
+        fits.append(f)
+    return fits
+
+
+def fit_object_from_model(obj, checkpoint=None, n: int = 16, seed: int = 0, device: str = "cpu") -> list[MotionFit]:
+    """Joints of a segmented static ``obj`` from ``n`` samples of the kinematic model (its prior over
+    states of this mesh), fitted with vertex correspondences (:func:`fit_vertex_frames`)."""
+    from kinemesh.articulation.infer import geometric_parts
+    from kinemesh.model import load_model
+
+    parts = geometric_parts(obj)
+    verts = np.concatenate([p.vertices for p in parts])
+    offs = np.cumsum([0] + [len(p.vertices) for p in parts])
+    faces = np.concatenate([p.faces + o for p, o in zip(parts, offs[:-1])])
+    ids = np.concatenate([np.full(len(p.vertices), i) for i, p in enumerate(parts)])
+    model = load_model(checkpoint, device=device)
+    dec = model.instance(verts, faces, seed=seed)
+    frames = decoder_frames(dec, n=n, seed=seed)
+    return fit_vertex_frames(verts, frames, ids, [p.name for p in parts])

@@ -72,9 +72,12 @@ def load_parts(path: str | os.PathLike, labels: str | os.PathLike | None = None,
 
     up = up or ("y" if p.suffix.lower() in (".glb", ".gltf") else "z")
     R = Y_UP_TO_Z_UP if up == "y" else np.eye(3)
+    if p.suffix.lower() == ".obj" and labels is None:
+        groups = _obj_groups(p)
+        if len(groups) >= 2:
+            return static_object([Part(n, v @ R.T, f, "") for n, (v, f) in groups.items()], p.stem)
     try:
-        loaded = trimesh.load(p, process=False, split_object=True, group_material=False) \
-            if p.suffix.lower() == ".obj" else trimesh.load(p, process=False)
+        loaded = trimesh.load(p, process=False)
     except Exception as exc:  # trimesh raises many types for broken files
         raise InputFileError(p, f"cannot read mesh: {exc}") from None
     if isinstance(loaded, trimesh.Scene) and labels is None:
@@ -95,6 +98,41 @@ def load_parts(path: str | os.PathLike, labels: str | os.PathLike | None = None,
     if len(mesh.faces) == 0:
         raise InputFileError(p, "the file holds no triangles")
     return _split(np.asarray(mesh.vertices, float) @ R.T, np.asarray(mesh.faces), p, labels, min_component_fraction)
+
+
+def _obj_groups(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Faces of an OBJ file split by ``o`` / ``g`` statements: name -> (vertices (n, 3), faces (m, 3)).
+    Polygons are fan-triangulated; texture/normal indices are ignored."""
+    verts, faces, names = [], {}, []
+    current = "default"
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError as exc:
+        raise InputFileError(path, f"cannot read: {exc}") from None
+    for line in lines:
+        tok = line.split()
+        if not tok:
+            continue
+        if tok[0] == "v" and len(tok) >= 4:
+            verts.append([float(x) for x in tok[1:4]])
+        elif tok[0] in ("o", "g") and len(tok) > 1:
+            current = " ".join(tok[1:])
+        elif tok[0] == "f" and len(tok) >= 4:
+            idx = [int(t.split("/")[0]) for t in tok[1:]]
+            idx = [i - 1 if i > 0 else len(verts) + i for i in idx]
+            if current not in faces:
+                faces[current] = []
+                names.append(current)
+            faces[current] += [[idx[0], idx[k], idx[k + 1]] for k in range(1, len(idx) - 1)]
+    V = np.asarray(verts, float).reshape(-1, 3)
+    out = {}
+    for n in names:
+        f = np.asarray(faces[n], np.int64)
+        if len(f) == 0 or f.max() >= len(V) or f.min() < 0:
+            raise InputFileError(path, f"group '{n}' has face indices outside the {len(V)} vertices")
+        used, inv = np.unique(f, return_inverse=True)
+        out[n] = (V[used], inv.reshape(-1, 3))
+    return out
 
 
 def _unique(name: str, parts: list[Part]) -> str:

@@ -12,7 +12,10 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="output folder (written atomically)")
     p.add_argument("--prompt", default=None, help='text naming the part to articulate, e.g. "open the left door"')
     p.add_argument("--observed", default=None,
-                   help="observed motion (.npz KinematicSequence with part_ids): fit joints to it (ATOP stage 2)")
+                   help="observed motion to fit joints to (ATOP stage 2): a .npz KinematicSequence with part_ids "
+                        "(part names as in INPUT), a folder of per-frame point clouds (.npy/.ply/.xyz), or 'model' "
+                        "(samples of the kinematic model, --checkpoint)")
+    p.add_argument("--checkpoint", default=None, help="kinematic model checkpoint for --observed model")
     p.add_argument("--weights", default=None, help="predictor folder (config.json + model.safetensors); "
                                                    "default: the shipped weights")
     p.add_argument("--labels", default=None, help="per-face part labels (.npy ints or text, one per face)")
@@ -46,18 +49,25 @@ def run(args) -> int:
         if target.motion_type:
             force[target.part] = target.motion_type
     if args.observed:
-        from kinemesh.articulation.from_motion import fit_sequence
-        from kinemesh.data.sequence import KinematicSequence
+        from kinemesh.articulation import from_motion
 
-        seq = KinematicSequence.load(args.observed)
-        fits = fit_sequence(seq)
+        obs = Path(args.observed)
+        if args.observed == "model":
+            fits = from_motion.fit_object_from_model(obj, args.checkpoint, device=args.device)
+        elif obs.is_dir():
+            fits = from_motion.fit_object_from_clouds(obj, from_motion.load_clouds(obs))
+        else:
+            from kinemesh.data.sequence import KinematicSequence
+
+            fits = from_motion.fit_sequence(KinematicSequence.load(obs))
         known = {p.name for p in parts}
         missing = [f.part for f in fits if f.part not in known]
         if missing:
             raise InputFileError(args.observed, f"observed parts {missing} are not parts of {args.input} "
                                                 f"({sorted(known)}); part names must match")
+        size = float(np.max(np.ptp(np.concatenate([p.vertices for p in parts]), axis=0)))
         preds = [PartPrediction(f.part, f.type, f.axis, f.origin, f.limits, f.parent,
-                                float(np.exp(-f.residual / 1e-3)), obj.part(f.part).label,
+                                float(np.exp(-f.residual / (0.01 * size))), obj.part(f.part).label,
                                 {"residual_m": f.residual, "source": "observed motion"}) for f in fits]
         root = next(p.name for p in parts if p.name not in {f.part for f in fits})
     else:
