@@ -3,7 +3,8 @@
 Shared by ``kinemesh render`` and ``kinemesh view``. Inputs: a mesh file (one frame), a KinematicSequence
 ``.npz`` or other sequence (mesh-frame folder, ``.anime``), a URDF / PartNet-Mobility folder (each movable
 joint is animated through its range in turn, others at rest) and an articulation-result JSON (its joint axes
-drawn as arrows over a mesh given with ``mesh=`` or named by the JSON's ``mesh`` / ``source`` field).
+drawn as arrows over a mesh given with ``mesh=`` or named by the JSON's ``mesh`` / ``source`` field; without
+either, the URDF that ``kinemesh articulate`` writes beside the JSON is animated instead).
 """
 
 from __future__ import annotations
@@ -175,6 +176,12 @@ def _articulation_json(path: Path, mesh: str | os.PathLike | None, max_vertices)
             if path.parent.resolve() in cand.parents and cand.exists():
                 mesh = cand
     if mesh is None:
+        # ``kinemesh articulate`` writes the same joints as a URDF beside the JSON: animate that.
+        from kinemesh.data.partnet import find_urdf
+
+        urdf = find_urdf(path.parent, required=False)
+        if urdf is not None:
+            return load_drawable(urdf, max_vertices=max_vertices)
         raise ConfigError(f"{path}: an articulation result needs the mesh it describes: pass --mesh MESH")
     base = load_drawable(mesh, max_vertices=max_vertices)
     axes, labels = [], []
