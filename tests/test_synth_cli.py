@@ -95,3 +95,37 @@ def test_synth_is_deterministic_for_a_seed(tmp_path):
 def test_synth_rejects_unknown_kind(tmp_path, capsys):
     assert main(["synth", "--kinds", "gas", "--out", str(tmp_path / "x"), "--no-progress"]) == 1
     assert "unknown kind" in capsys.readouterr().err
+
+
+def test_synth_simulates_a_users_mesh_and_rejects_open_ones(tmp_path, capsys):
+    import trimesh
+
+    blob = trimesh.creation.icosphere(2, radius=0.06)
+    blob.export(tmp_path / "bean.obj")
+    out = tmp_path / "u"
+    args = [
+        "synth",
+        "--kinds",
+        "elastic",
+        "--categories",
+        "user_bean",
+        "--per-category",
+        "1",
+        "--workers",
+        "1",
+        "--no-progress",
+        "--holdout-categories",
+        "",
+        "--out",
+        str(out),
+    ]
+    assert main(args + ["--elastic-meshes", str(tmp_path / "bean.obj")]) == 0
+    seq = KinematicSequence.load(out / "elastic" / "user_bean" / "user_bean_0000.npz")
+    assert seq.category == "user_bean" and seq.n_vertices == len(blob.vertices)
+    assert np.isfinite(seq.frames).all() and seq.rest_vertices[:, 2].min() >= -1e-6
+
+    sheet = trimesh.Trimesh([[0, 0, 0], [1, 0, 0], [0, 1, 0]], [[0, 1, 2]])
+    sheet.export(tmp_path / "sheet.obj")
+    capsys.readouterr()
+    assert main(args + ["--elastic-meshes", str(tmp_path / "sheet.obj")]) == 1
+    assert "watertight" in capsys.readouterr().err

@@ -40,6 +40,13 @@ def register(sub):
         help="fraction of instances per category in split test (default 0.15)",
     )
     p.add_argument(
+        "--elastic-meshes",
+        nargs="*",
+        default=(),
+        metavar="MESH",
+        help="your own watertight meshes (metres, Z up), simulated as extra elastic categories user_<name>",
+    )
+    p.add_argument(
         "--write-assets",
         action="store_true",
         help="also write each articulated instance as a PartNet-style folder + MJCF under OUT/assets",
@@ -94,6 +101,7 @@ def run(args) -> int:
         holdout_categories=tuple(c.strip() for c in args.holdout_categories.split(",") if c.strip()),
         instance_fraction=args.instance_fraction,
         workers=args.workers,
+        elastic_meshes=tuple(args.elastic_meshes or ()),
     )
     report = generate(cfg, progress=not args.no_progress)
     st = report["by_status"]

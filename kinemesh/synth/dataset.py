@@ -40,6 +40,9 @@ class SynthConfig:
     holdout_categories: tuple[str, ...] = DEFAULT_HOLDOUT  # whole categories reserved for testing
     instance_fraction: float = 0.15  # fraction of instances per category reserved for testing
     workers: int = 0  # worker processes (0 = all cores)
+    elastic_meshes: tuple[
+        str, ...
+    ] = ()  # the user's own watertight meshes, simulated as extra elastic categories
     extra: dict = field(default_factory=dict)
 
 
@@ -76,12 +79,28 @@ def item_paths(out: Path, kind: str, category: str, index: int) -> list[Path]:
     return [base / f"{iid}.npz"]
 
 
+def user_mesh_categories(paths) -> dict[str, str]:
+    """Category name (``user_<file stem>``) -> path of each user mesh; raises InputFileError when missing."""
+    from kinemesh.errors import InputFileError
+
+    out = {}
+    for p in paths:
+        path = Path(p)
+        if not path.is_file():
+            raise InputFileError(path, "file not found (--elastic-meshes)")
+        out[f"user_{path.stem}"] = str(path.resolve())
+    return out
+
+
 def make_jobs(cfg: SynthConfig) -> list[tuple[str, str, int]]:
     """All (kind, category, index) items of the configuration, slow kinds first (better load balance)."""
     jobs = []
     order = {"elastic": 0, "cloth": 1, "articulated": 2}
     for kind in sorted(cfg.kinds, key=lambda k: order.get(k, 9)):
-        for cat in all_categories(kind):
+        cats = all_categories(kind)
+        if kind == "elastic":
+            cats += list(user_mesh_categories(cfg.elastic_meshes))
+        for cat in cats:
             if cfg.categories and cat not in cfg.categories:
                 continue
             n = int(round(cfg.per_category * float(cfg.kind_factors.get(kind, 1.0))))
@@ -93,7 +112,7 @@ def make_jobs(cfg: SynthConfig) -> list[tuple[str, str, int]]:
 
 def run_item(args) -> dict:
     """Generate one item (in a worker). Returns a status dict: ``status`` ok | skipped | failed."""
-    kind, cat, index, out, seed, kin_frames, dyn_frames, write_assets = args
+    kind, cat, index, out, seed, kin_frames, dyn_frames, write_assets, user_meshes = args
     out = Path(out)
     paths = item_paths(out, kind, cat, index)
     if all(p.exists() for p in paths):
@@ -114,7 +133,8 @@ def run_item(args) -> dict:
         elif kind == "elastic":
             from kinemesh.synth.elastic import simulate_elastic
 
-            seqs = [simulate_elastic(cat, rng, n_frames=dyn_frames)]
+            mesh = _user_mesh(user_meshes[cat]) if cat in user_meshes else None
+            seqs = [simulate_elastic(cat, rng, n_frames=dyn_frames, mesh=mesh)]
         else:
             from kinemesh.synth.cloth import simulate_cloth
 
@@ -140,6 +160,19 @@ def run_item(args) -> dict:
         "frames": int(sum(s.n_frames for s in seqs)),
         "seconds": time.perf_counter() - t0,
     }
+
+
+def _user_mesh(path: str):
+    """A user's mesh as a soft body: watertight, at most 3000 vertices, centred in x-y, standing on z = 0."""
+    from kinemesh.data.loaders import load_mesh
+    from kinemesh.errors import InputFileError
+
+    mesh = load_mesh(path, max_vertices=3000)
+    if not mesh.is_watertight:
+        raise InputFileError(path, "an elastic body needs a watertight (closed) mesh")
+    lo, hi = mesh.bounds
+    mesh.apply_translation([-(lo[0] + hi[0]) / 2, -(lo[1] + hi[1]) / 2, -lo[2]])
+    return mesh
 
 
 def _articulated_object(cat: str, rng):
@@ -197,8 +230,11 @@ def generate(cfg: SynthConfig, progress: bool = True) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     jobs = make_jobs(cfg)
     workers = cfg.workers or os.cpu_count() or 1
+    user = user_mesh_categories(cfg.elastic_meshes)
+    for path in user.values():  # a user's bad mesh is an error up front, not a silently dropped item
+        _user_mesh(path)
     args = [
-        (k, c, i, str(out), cfg.seed, cfg.kinematic_frames, cfg.dynamic_frames, cfg.write_assets)
+        (k, c, i, str(out), cfg.seed, cfg.kinematic_frames, cfg.dynamic_frames, cfg.write_assets, user)
         for k, c, i in jobs
     ]
     t0 = time.perf_counter()
