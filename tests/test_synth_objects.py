@@ -185,3 +185,14 @@ def test_bundled_examples_exist_and_load():
     assert toy.is_watertight and 300 < len(toy.vertices) < 3000
     cloth = trimesh.load(ex / "cloth.obj", force="mesh", process=False)
     assert np.ptp(cloth.vertices[:, 2]) == 0 and len(cloth.vertices) == 441
+
+
+def test_interpenetration_check_catches_a_door_swinging_into_its_body(objects):
+    from kinemesh.data.articulated import ArticulatedObject, Joint
+
+    obj = objects["cabinet"]
+    door = next(j for j in obj.joints if j.type == "revolute")
+    wrong = Joint(door.name, "revolute", door.parent, door.child, -door.axis, door.origin, door.limits)
+    bad_obj = ArticulatedObject(obj.parts, [wrong if j is door else j for j in obj.joints], obj.category)
+    hits = interpenetrations(bad_obj, n_samples=120, seed=0, tolerance=1e-3)
+    assert any({a, b} == {door.parent, door.child} for a, b, _ in hits)
