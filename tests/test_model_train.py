@@ -98,3 +98,17 @@ def test_resume_continues_identically(toy_data, tmp_path):
     a = load_file(str(tmp_path / "a" / "model.safetensors"))
     b = load_file(str(tmp_path / "b" / "model.safetensors"))
     assert max(float((a[k] - b[k]).abs().max()) for k in a) < 1e-5
+
+
+def test_remove_rigid_motion_undoes_rotation_and_translation():
+    from kinemesh.data.articulated import axis_angle_matrix
+    from kinemesh.model.data import remove_rigid_motion
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(50, 3))
+    R = axis_angle_matrix(np.array([1.0, 2.0, 3.0]) / np.sqrt(14.0), 0.7)
+    b = a @ R.T + [1.0, 2.0, 3.0]
+    assert np.abs(remove_rigid_motion(a, b) - a).max() < 1e-9
+    # a non-rigid change survives (a stretch is not removed)
+    c = a * [1.2, 1.0, 1.0]
+    assert np.abs(remove_rigid_motion(a, c) - a).max() > 0.1

@@ -5,6 +5,7 @@ relative to the folder, under ``path``/``file``/``npz``, and a ``split``) and th
 A training pair is: one instance, two random frames a != b, M0 = frame a and the target deformation
 frame b - frame a at the same surface samples (barycentric correspondences), both orders occurring.
 Augmentation: random rotation about Z, random uniform scale, fresh point samples per pair.
+Elastic and cloth frames have the body's rigid motion removed (``remove_rigid_motion``).
 """
 
 from __future__ import annotations
@@ -63,6 +64,24 @@ def select_split(entries: list[dict], split: str) -> list[dict]:
                 return sel
         return [e for e in entries if e["split"] in HELD_OUT_SPLITS]
     return [e for e in entries if e["split"] == split]
+
+
+FREE_BODY_KINDS = ("elastic", "cloth")
+
+
+def remove_rigid_motion(source: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """``target`` (N, 3) with the best-fit rigid motion source -> target undone (Kabsch, no scale).
+
+    Elastic and cloth sequences are free bodies in the simulator (dropped, thrown): most of their motion
+    is the whole body flying, which is not a kinematic state of the object. The model learns their shape
+    change; the dynamics module moves the body.
+    """
+    cs, ct = source.mean(0), target.mean(0)
+    H = (target - ct).T @ (source - cs)
+    U, _, Vt = np.linalg.svd(H)
+    d = np.sign(np.linalg.det(Vt.T @ U.T))
+    R = Vt.T @ np.diag([1.0, 1.0, d]) @ U.T  # rotation taking target directions onto source directions
+    return (target - ct) @ R.T + cs
 
 
 @dataclass
@@ -129,6 +148,8 @@ class PairSampler:
         else:
             a, b = frames
         va, vb = states[a], states[b]
+        if seq.kind in FREE_BODY_KINDS:
+            vb = remove_rigid_motion(va, vb)
         if self.augment.resample_points:
             _, fid, bary = geo.sample_surface(va, seq.faces, self.n_points, seed=rng)
         else:  # a fixed sample set per instance (on the rest mesh's faces)
