@@ -58,7 +58,8 @@ def main() -> None:
             render_frames(frames, faces, Path(tmp) / f"out{ext}", fps=30, part_ids=pid, axes=axes or None,
                           size=size, style=RenderStyle(supersample=ss), progress=False)
             wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-            print(f"| {name} | {len(frames)} | {wall:.1f} | {cpu:.1f} | {1000 * cpu / len(frames):.0f} |", flush=True)
+            per = 1000 * cpu / len(frames)
+            print(f"| {name} | {len(frames)} | {wall:.1f} | {cpu:.1f} | {per:.0f} |", flush=True)
 
 
 if __name__ == "__main__":

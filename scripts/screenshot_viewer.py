@@ -1,10 +1,12 @@
 """Screenshot of the web viewer for the README (docs/img/viewer.png), taken with Debian's headless chromium.
 
-    python scripts/screenshot_viewer.py [INPUT] [--out docs/img/viewer.png] [--joint NAME=VALUE ...] [--q I=VALUE ...]
+    python scripts/screenshot_viewer.py [INPUT] [--out docs/img/viewer.png] [--joint NAME=VALUE ...]
+        [--q I=VALUE ...]
 
 INPUT defaults to the bundled example cabinet (a PartNet-Mobility-style folder). The kinematic model is loaded
 (default checkpoint) so the reduced-coordinate sliders show; joints and q can be set before the shot.
-Needs /usr/bin/chromium (``make browser``) and the python ``playwright`` package (never ``playwright install``).
+Needs /usr/bin/chromium (``make browser``) and the python ``playwright`` package (never
+``playwright install``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "docs/img/viewer.png"))
     ap.add_argument("--size", default="1280x760", help="browser viewport WIDTHxHEIGHT")
     ap.add_argument("--joint", action="append", default=[], help="NAME=VALUE joint value before the shot")
-    ap.add_argument("--q", action="append", default=[], help="I=VALUE reduced coordinate (0-based) before the shot")
+    ap.add_argument("--q", action="append", default=[],
+                    help="I=VALUE reduced coordinate (0-based) before the shot")
     ap.add_argument("--no-model", action="store_true", help="do not load the kinematic model")
     ap.add_argument("--checkpoint", default=None)
     ap.add_argument("--wait", type=float, default=4.0, help="seconds to let the scene render")
@@ -67,7 +70,8 @@ def main(argv=None) -> int:
                 page.goto(gui.url, timeout=60_000)
                 page.wait_for_selector("canvas", timeout=60_000)
                 # The "software WebGL" notice is about this headless browser, not the viewer.
-                page.add_style_tag(content="[class*='Notifications-root'],[class*='Notification-root']{display:none!important}")
+                hide = "[class*='Notifications-root'],[class*='Notification-root']{display:none!important}"
+                page.add_style_tag(content=hide)
                 time.sleep(args.wait)
                 png = page.screenshot()
             finally:

@@ -64,7 +64,8 @@ def test_back_face_culling_keeps_the_image_of_a_closed_mesh(box_mesh):
 
 def test_known_mesh_renders_non_blank_and_centred(box_mesh):
     style = render.RenderStyle(floor=False)
-    img = render.render_image(box_mesh.vertices + [5.0, -3.0, 2.0], box_mesh.faces, size=(160, 120), style=style)
+    v = box_mesh.vertices + [5.0, -3.0, 2.0]
+    img = render.render_image(v, box_mesh.faces, size=(160, 120), style=style)
     assert img.shape == (120, 160, 3) and img.dtype == np.uint8
     # Background is the smooth grey sky gradient: the object is where the colour is bluish/saturated or dark.
     rgb = img.astype(int)
@@ -84,8 +85,13 @@ def test_part_colours_and_axes_show(box_mesh):
     plain = render.render_image(v, box_mesh.faces, size=(128, 96))
     parts = render.render_image(v, box_mesh.faces, part_ids=pid, size=(128, 96))
     axis = render.render_image(v, box_mesh.faces, axes=[([0.5, 0.25, 0.0], [0, 0, 1])], size=(128, 96))
-    orange = lambda im: ((im[..., 0].astype(int) - im[..., 2]) > 60).sum()  # noqa: E731
-    red = lambda im: ((im[..., 0].astype(int) > 110) & (im[..., 1] < 80) & (im[..., 2] < 80)).sum()  # noqa: E731
+
+    def orange(im):
+        return ((im[..., 0].astype(int) - im[..., 2]) > 60).sum()
+
+    def red(im):
+        return ((im[..., 0].astype(int) > 110) & (im[..., 1] < 80) & (im[..., 2] < 80)).sum()
+
     assert orange(parts) > 50 and orange(plain) == 0
     assert red(axis) > 10 and red(plain) == 0
 
@@ -96,7 +102,9 @@ def test_mp4_has_requested_frame_count(tmp_path, box_mesh):
     T = 7
     v = np.asarray(box_mesh.vertices)
     frames = np.stack([v + [0.05 * t, 0, 0.02 * t] for t in range(T)])
-    out = render.render_frames(frames, box_mesh.faces, tmp_path / "m.mp4", fps=12, size=(96, 72), progress=False)
+    out = render.render_frames(
+        frames, box_mesh.faces, tmp_path / "m.mp4", fps=12, size=(96, 72), progress=False
+    )
     reader = iio.get_reader(out)
     try:
         assert reader.count_frames() == T
@@ -114,7 +122,9 @@ def test_gif_png_views_and_contact_sheet(tmp_path, box_mesh):
 
     v = np.asarray(box_mesh.vertices)
     frames = np.stack([v * [1, 1, 1 + 0.2 * t] for t in range(3)])
-    gif = render.render_frames(frames, box_mesh.faces, tmp_path / "a.gif", size=(64, 48), views=2, progress=False)
+    gif = render.render_frames(
+        frames, box_mesh.faces, tmp_path / "a.gif", size=(64, 48), views=2, progress=False
+    )
     arr = iio.imread(gif)
     assert arr.shape[:3] == (3, 48, 128)
     png = render.render_frames(frames, box_mesh.faces, tmp_path / "a.png", size=(64, 48), progress=False)
@@ -147,11 +157,12 @@ def test_plots_write_pngs(tmp_path):
 
     t = np.linspace(0, 1, 20)
     paths = [
-        plots.plot_curves(tmp_path / "e.png", t, {"kinetic": t**2, "potential": 1 - t**2}, ylabel="energy (J)"),
+        plots.plot_curves(tmp_path / "e.png", t, {"kinetic": t**2, "potential": 1 - t**2}, ylabel="E (J)"),
         plots.plot_spectrum(tmp_path / "s.png", np.exp(-np.arange(16.0)), k_selected=4),
-        plots.plot_histogram(tmp_path / "h.png", np.r_[np.random.default_rng(0).normal(size=50), np.nan], "err (m)"),
+        plots.plot_histogram(tmp_path / "h.png", np.r_[np.linspace(-1, 1, 50), np.nan], "x (m)"),
     ]
-    (tmp_path / "log.csv").write_text("step,loss,kl,lr\n" + "".join(f"{i},{1 / (i + 1)},{0.1},{1e-3}\n" for i in range(10)))
+    rows = "".join(f"{i},{1 / (i + 1)},{0.1},{1e-3}\n" for i in range(10))
+    (tmp_path / "log.csv").write_text("step,loss,kl,lr\n" + rows)
     paths.append(plots.plot_training_curves(tmp_path / "t.png", tmp_path / "log.csv"))
     for p in paths:
         im = iio.imread(p)
@@ -187,7 +198,9 @@ def test_cli_render_sequence_and_articulation_json(tmp_path, tiny_sequence, box_
                       "limits": [0, 1.5], "parent": "base", "confidence": 0.9}], "units": "m", "up": "z"}
     (tmp_path / "art.json").write_text(json.dumps(art))
     png = tmp_path / "art.png"
-    assert main(["render", str(tmp_path / "art.json"), "--mesh", str(mesh_path), "--out", str(png), "--size", "64x48"]) == 0
+    art_json = str(tmp_path / "art.json")
+    args = ["render", art_json, "--mesh", str(mesh_path), "--out", str(png), "--size", "64x48"]
+    assert main(args) == 0
     assert png.exists()
     assert main(["render", str(tmp_path / "art.json"), "--out", str(png)]) == 1  # no mesh given
     assert main(["render", str(seq_path), "--out", str(tmp_path / "x.avi")]) == 1

@@ -8,18 +8,21 @@ def register(sub) -> None:
         "render",
         help="render a mesh, 4D sequence, URDF/PartNet object or articulation result to MP4/GIF/PNG",
         description=(
-            "Render headless on CPU (built-in z-buffer rasterizer; no display or GPU needed). INPUT is a mesh "
-            "(OBJ/PLY/STL/GLB/OFF), a KinematicSequence .npz (or mesh-frame folder / .anime), a URDF or "
-            "PartNet-Mobility folder (each movable joint is swept through its range in turn, axes drawn as "
-            "arrows) or an articulation-result .json (its axes drawn over --mesh). A still mesh written to "
-            ".mp4/.gif turns once on a turntable. A .png of a motion is a grid of up to 8 evenly spaced frames."
+            "Render headless on CPU (built-in z-buffer rasterizer; no display or GPU needed). INPUT is a "
+            "mesh (OBJ/PLY/STL/GLB/OFF), a KinematicSequence .npz (or mesh-frame folder / .anime), a URDF "
+            "or PartNet-Mobility folder (each movable joint is swept through its range in turn, axes drawn "
+            "as arrows) or an articulation-result .json (its axes drawn over --mesh). A still mesh written "
+            "to .mp4/.gif turns once on a turntable. A .png of a motion is a grid of up to 8 evenly spaced "
+            "frames."
         ),
     )
     p.add_argument("input", help="mesh, .npz sequence, URDF/PartNet folder or articulation .json")
     p.add_argument("--out", required=True, help="output file: .mp4, .gif or .png")
     p.add_argument("--views", type=int, default=1, help="camera views side by side (1-4 presets; default 1)")
-    p.add_argument("--fps", type=float, default=None, help="frames per second (default: the input's own, else 30)")
-    p.add_argument("--size", default="640x480", help="size of each view, WIDTHxHEIGHT pixels (default 640x480)")
+    p.add_argument("--fps", type=float, default=None,
+                   help="frames per second (default: the input's own, else 30)")
+    p.add_argument("--size", default="640x480",
+                   help="size of each view, WIDTHxHEIGHT pixels (default 640x480)")
     p.add_argument("--max-frames", type=int, default=600,
                    help="longer motions are subsampled evenly to at most this many frames (default 600)")
     p.add_argument("--frames-per-joint", type=int, default=45,
@@ -29,7 +32,8 @@ def register(sub) -> None:
     p.add_argument("--no-floor", action="store_true", help="no floor and shadow")
     p.add_argument("--no-captions", action="store_true", help="no per-frame captions")
     p.add_argument("--supersample", type=int, default=2, help="anti-aliasing factor (1 = fastest; default 2)")
-    p.add_argument("--max-vertices", type=int, default=50000, help="vertex budget of the loaders (0 = never decimate)")
+    p.add_argument("--max-vertices", type=int, default=50000,
+                   help="vertex budget of the loaders (0 = never decimate)")
     p.set_defaults(func=run)
 
 

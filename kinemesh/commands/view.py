@@ -6,19 +6,22 @@ from __future__ import annotations
 def register(sub) -> None:
     p = sub.add_parser(
         "view",
-        help="interactive browser viewer: play sequences, drive joints and reduced coordinates, drag and let go",
+        help="interactive browser viewer: play sequences, drive joints and reduced coordinates, drag, let go",
         description=(
-            "Start a local web server showing INPUT (mesh, .npz sequence, URDF/PartNet folder or articulation "
-            ".json with --mesh) and print its URL. In the browser: play/scrub a sequence, drive joints with "
-            "sliders, move the reduced coordinates q of the kinematic model, click a vertex and drag the gizmo "
-            "(releasing it runs the latent dynamics), and download the motion as GLB/MP4/NPZ. Stop with Ctrl-C."
+            "Start a local web server showing INPUT (mesh, .npz sequence, URDF/PartNet folder or "
+            "articulation .json with --mesh) and print its URL. In the browser: play/scrub a sequence, drive "
+            "joints with sliders, move the reduced coordinates q of the kinematic model, click a vertex and "
+            "drag the gizmo (releasing it runs the latent dynamics), and download the motion as "
+            "GLB/MP4/NPZ. Stop with Ctrl-C."
         ),
     )
     p.add_argument("input", help="mesh, .npz sequence, URDF/PartNet folder or articulation .json")
     p.add_argument("--port", type=int, default=8080, help="port (default 8080)")
     p.add_argument("--host", default="127.0.0.1",
-                   help="address to bind (default 127.0.0.1 = this machine only; 0.0.0.0 exposes it on the network)")
-    p.add_argument("--checkpoint", default=None, help="kinematic model checkpoint folder (default: the shipped one)")
+                   help="address to bind (default 127.0.0.1 = this machine only; "
+                        "0.0.0.0 exposes it on the network)")
+    p.add_argument("--checkpoint", default=None,
+                   help="kinematic model checkpoint folder (default: the shipped one)")
     p.add_argument("--mesh", default=None, help="the mesh an articulation .json describes")
     p.add_argument("--device", default="cpu", help="torch device of the model: cpu (default) or cuda")
     p.add_argument("--no-model", action="store_true", help="do not load the kinematic model")

@@ -196,9 +196,11 @@ def _articulation_json(path: Path, mesh: str | os.PathLike | None, max_vertices)
         if not (np.isfinite(o).all() and np.isfinite(d).all() and np.linalg.norm(d) > 1e-12):
             raise InputFileError(path, f"parts[{i}]: non-finite origin or zero axis")
         n_frames = base.frames.shape[0]
-        axes.append((np.broadcast_to(o, (n_frames, 3)).copy(), np.broadcast_to(d / np.linalg.norm(d), (n_frames, 3)).copy()))
+        unit = d / np.linalg.norm(d)
+        axes.append((np.broadcast_to(o, (n_frames, 3)).copy(), np.broadcast_to(unit, (n_frames, 3)).copy()))
         conf = p.get("confidence")
-        labels.append(f"{p.get('name', f'part{i}')} ({p.get('type')}" + (f", {conf:.2f})" if isinstance(conf, (int, float)) else ")"))
+        conf_text = f", {conf:.2f}" if isinstance(conf, (int, float)) else ""
+        labels.append(f"{p.get('name', f'part{i}')} ({p.get('type')}{conf_text})")
     base.axes, base.axis_names = axes, labels
     base.title = f"{path.stem}: {len(axes)} predicted joint(s)"
     return base
@@ -247,7 +249,8 @@ def load_drawable(
             per_frame_axes.append(_joint_axes_at(obj, c))
         axes = []
         for k in range(len(obj.movable_joints)):
-            axes.append((np.stack([a[k][0] for a in per_frame_axes]), np.stack([a[k][1] for a in per_frame_axes])))
+            origins = np.stack([a[k][0] for a in per_frame_axes])
+            axes.append((origins, np.stack([a[k][1] for a in per_frame_axes])))
         d = Drawable(
             frames=np.stack(frames).astype(np.float32),
             faces=np.asarray(faces, np.int64),
@@ -261,7 +264,9 @@ def load_drawable(
         )
         return d
     if what == "unknown":
-        raise InputFileError(p, "unsupported input (expected a mesh, .npz, .anime, .urdf, a folder or a .json result)")
+        raise InputFileError(
+            p, "unsupported input (expected a mesh, .npz, .anime, .urdf, a folder or a .json result)"
+        )
     seq = loaders.load_sequence(p, max_vertices=max_vertices)
     if fps is None:
         dt = np.diff(seq.times.astype(np.float64))

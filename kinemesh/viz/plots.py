@@ -151,7 +151,8 @@ def plot_histogram(
         edges = np.histogram_bin_edges(finite, bins=bins if np.ptp(finite) > 0 else 10)
         ax.hist(finite, bins=edges, color="tab:blue", alpha=0.8, edgecolor="white", linewidth=0.5)
         ax.axvline(finite.mean(), color="tab:red", linestyle="--", label=f"mean {finite.mean():.4g}")
-        ax.axvline(np.median(finite), color="tab:orange", linestyle=":", label=f"median {np.median(finite):.4g}")
+        med = np.median(finite)
+        ax.axvline(med, color="tab:orange", linestyle=":", label=f"median {med:.4g}")
         ax.legend(frameon=False)
     else:
         ax.text(0.5, 0.5, "no finite values", ha="center", va="center", transform=ax.transAxes)

@@ -4,7 +4,8 @@ Why our own: VTK/OSMesa/EGL offscreen contexts are not reliably available from a
 headless CPU machine, and matplotlib's painter's algorithm sorts whole faces (wrong occlusion, slow).
 This rasterizer enumerates the pixel centres of every triangle's scanline spans in vectorised chunks,
 interpolates 1/z along each span (perspective-correct) and resolves visibility with ``np.maximum.at`` on
-an inverse-depth buffer; barycentrics are computed only for the winning fragments. A 5k-face mesh at 1280x960 takes tens of milliseconds.
+an inverse-depth buffer; barycentrics are computed only for the winning fragments. A 5k-face mesh at
+1280x960 takes tens of milliseconds.
 """
 
 from __future__ import annotations
@@ -158,7 +159,11 @@ def rasterize(
         p, r, kk, iw = pix[win], rep[win], k[win], inv_z[win]
         face_id[p] = ptri[r]
         q = np.stack(
-            [(w0s[r] + dw0[r] * kk) * iz0[r], (w1s[r] + dw1[r] * kk) * iz1[r], (w2s[r] + dw2[r] * kk) * iz2[r]],
+            [
+                (w0s[r] + dw0[r] * kk) * iz0[r],
+                (w1s[r] + dw1[r] * kk) * iz1[r],
+                (w2s[r] + dw2[r] * kk) * iz2[r],
+            ],
             axis=1,
         )
         bary[p] = np.clip(q / iw[:, None], 0.0, 1.0).astype(np.float32)

@@ -277,10 +277,15 @@ class SceneRenderer:
         if width < 16 or height < 16:
             raise ConfigError(f"image size must be at least 16x16 pixels, got {width}x{height}")
         self.width, self.height, self.views = width, height, int(views)
-        frame_pts = pts if extra_points is None else np.concatenate([pts, np.asarray(extra_points).reshape(-1, 3)])
+        frame_pts = pts
+        if extra_points is not None:
+            frame_pts = np.concatenate([pts, np.asarray(extra_points).reshape(-1, 3)])
         self.cameras = []
         for k in range(self.views):
-            az, el = _VIEW_PRESETS[k] if self.views <= len(_VIEW_PRESETS) else (-60.0 + 360.0 * k / self.views, 22.0)
+            if self.views <= len(_VIEW_PRESETS):
+                az, el = _VIEW_PRESETS[k]
+            else:
+                az, el = -60.0 + 360.0 * k / self.views, 22.0
             self.cameras.append(
                 Camera.framing(frame_pts, az, el, width, height, self.style.fov_deg, self.style.margin)
             )
@@ -394,7 +399,7 @@ class SceneRenderer:
         return out
 
     def _floor_setup(self, cam: Camera):
-        """Per-camera constants: background without shadow, floor pixel indices, colours, rim fade, floor xy."""
+        """Per-camera constants: background without shadow, floor pixels, colours, rim fade, floor xy."""
         W, H = cam.width, cam.height
         r, u, f = cam.basis()
         t = np.linspace(0, 1, H)[:, None]
@@ -477,7 +482,7 @@ class SceneRenderer:
         for cam in cams:
             hc = self._hires(cam)
             npix = hc.width * hc.height
-            hit, col, depth, fid = self._shade_mesh(hc, v, self.faces, self.face_colors, cull_back=self.closed)
+            hit, col, depth, fid = self._shade_mesh(hc, v, self.faces, self.face_colors, self.closed)
             # One buffer: premultiplied rgb, coverage alpha, outline mask; averaged down in one pass.
             buf = np.zeros((npix, 5), np.float32)
             buf[hit, :3] = col
@@ -689,7 +694,9 @@ def render_frames(
     T = frames.shape[0]
     ax = _as_axes(axes, T)
     if part_ids is not None and np.asarray(part_ids).reshape(-1).shape[0] != frames.shape[1]:
-        raise ConfigError(f"part_ids has {np.asarray(part_ids).size} entries but the mesh has {frames.shape[1]} vertices")
+        raise ConfigError(
+            f"part_ids has {np.asarray(part_ids).size} entries but the mesh has {frames.shape[1]} vertices"
+        )
     tips = None
     if ax:
         tips = np.concatenate([_axis_extent_points([(o[t], d[t]) for o, d in ax], frames[t]) for t in

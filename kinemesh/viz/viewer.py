@@ -50,7 +50,9 @@ class ViewerConfig:
     total_mass: float = 1.0  # object mass in kg, spread evenly over the sampled points
 
 
-def ray_mesh_pick(vertices: np.ndarray, faces: np.ndarray, origin, direction) -> tuple[int, np.ndarray] | None:
+def ray_mesh_pick(
+    vertices: np.ndarray, faces: np.ndarray, origin, direction
+) -> tuple[int, np.ndarray] | None:
     """First hit of a ray with a triangle mesh (Moller-Trumbore, two-sided).
 
     vertices (N, 3), faces (M, 3), origin (3,), direction (3,). Returns (nearest vertex of the hit triangle,
@@ -223,10 +225,13 @@ class ViewerApp:
             where = cfg.checkpoint or "default checkpoint"
             self.model_status = (
                 f"{where}: {sub.k} reduced coordinates of latent dim {D} "
-                f"({100 * sub.explained:.1f}% of the active-subspace trace), ready in {time.perf_counter() - t0:.1f} s"
+                f"({100 * sub.explained:.1f}% of the active-subspace trace), "
+                f"ready in {time.perf_counter() - t0:.1f} s"
             )
             if not trained:
-                self.model_status = "UNTRAINED model (no checkpoint found): deformations are arbitrary. " + self.model_status
+                self.model_status = (
+                    "UNTRAINED model (no checkpoint found): deformations are arbitrary. " + self.model_status
+                )
         except (KinemeshError, ImportError, OSError, RuntimeError, ValueError) as exc:
             self.model_ok = False
             self.model_status = f"kinematic model unavailable: {exc}"
@@ -335,9 +340,9 @@ class ViewerApp:
         return self._system
 
     def drag_to(self, target, iters: int = 4) -> float:
-        """Move the selected vertex towards ``target`` (3,) metres: solve q so the vertex reaches it (plausible
-        states only, ``iters`` Levenberg-Marquardt steps warm-started from the current q) and show that
-        pose. Returns the remaining distance (m)."""
+        """Move the selected vertex towards ``target`` (3,) metres: solve q so the vertex reaches it
+        (plausible states only, ``iters`` Levenberg-Marquardt steps warm-started from the current q)
+        and show that pose. Returns the remaining distance (m)."""
         import torch
 
         from kinemesh import dynamics
@@ -468,7 +473,9 @@ def _has_sharp_creases(vertices: np.ndarray, faces: np.ndarray, angle_deg: float
 class ViewerGUI:
     """The browser front-end of a :class:`ViewerApp` (viser). ``start()`` serves it; ``url`` says where."""
 
-    def __init__(self, app: ViewerApp, host: str = "127.0.0.1", port: int = 8080, load_model_async: bool = True):
+    def __init__(
+        self, app: ViewerApp, host: str = "127.0.0.1", port: int = 8080, load_model_async: bool = True
+    ):
         try:
             import viser
         except ImportError as exc:  # pragma: no cover - viser is a pinned extra
@@ -527,7 +534,9 @@ class ViewerGUI:
         scene.on_click()(self._on_mesh_click)
         self._arrows = None
         self._update_arrows()
-        self._marker = scene.add_icosphere("/pick/marker", radius=0.015 * size, color=(230, 30, 30), visible=False)
+        self._marker = scene.add_icosphere(
+            "/pick/marker", radius=0.015 * size, color=(230, 30, 30), visible=False
+        )
         self._gizmo = None
 
     def _update_arrows(self) -> None:
@@ -586,11 +595,15 @@ class ViewerGUI:
         with self._model_folder:
             self._model_md = gui.add_markdown(app.model_status)
         with gui.add_folder("Drag and let go"):
-            gui.add_markdown("Click the object to pick a vertex, drag the gizmo; releasing it runs the latent "
-                             "dynamics and plays the motion.")
+            gui.add_markdown(
+                "Click the object to pick a vertex, drag the gizmo; releasing it runs the latent "
+                "dynamics and plays the motion."
+            )
             self._gravity = gui.add_checkbox("Gravity", initial_value=app.config.gravity)
             self._gravity.on_update(lambda _: self._set_dyn(gravity=self._gravity.value))
-            self._period = gui.add_slider("Period (s)", min=0.2, max=5.0, step=0.1, initial_value=app.config.period)
+            self._period = gui.add_slider(
+                "Period (s)", min=0.2, max=5.0, step=0.1, initial_value=app.config.period
+            )
             self._period.on_update(lambda _: self._set_dyn(period=self._period.value))
             b = gui.add_button("Let go / run dynamics")
             b.on_click(lambda _: self._run_async(self._release_and_play))
@@ -609,8 +622,12 @@ class ViewerGUI:
         with self._model_folder:
             for i in range(len(app.q)):
                 s = self.server.gui.add_slider(f"q{i + 1}", min=-r, max=r, step=0.05, initial_value=0.0)
-                s.on_update(lambda ev, i=i: None if self._syncing else self._guard(lambda: app.set_q(i, ev.target.value)))
+                s.on_update(lambda ev, i=i: self._on_q_slider(i, ev.target.value))
                 self._q_sliders.append(s)
+
+    def _on_q_slider(self, index: int, value: float) -> None:
+        if not self._syncing:  # programmatic slider updates (playback, drags) must not feed back
+            self._guard(lambda: self.app.set_q(index, value))
 
     def _set_dyn(self, **kw) -> None:
         for k, v in kw.items():
