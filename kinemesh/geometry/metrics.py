@@ -88,7 +88,7 @@ class _SurfaceIndex:
         f = np.asarray(faces, dtype=np.int64)
         tri = v[f]
         centroid = tri.mean(axis=1)
-        order, start, stop, left, right = _kd_tree(centroid, leaf)
+        order, start, stop, left, right, levels = _kd_tree(centroid, leaf)
         tri = tri[order]  # faces in tree order: every node covers a contiguous range
         centroid = centroid[order]
         self.a, self.b, self.c = tri[:, 0].copy(), tri[:, 1].copy(), tri[:, 2].copy()
@@ -99,7 +99,7 @@ class _SurfaceIndex:
         self.face_r = np.linalg.norm(tri - centroid[:, None, :], axis=2).max(axis=1)
         self.start, self.stop, self.left, self.right = start, stop, left, right
         self.leaf = leaf
-        self.center, self.axes, self.half, self.rep = _node_bounds(tri.reshape(-1, 3), start * 3, stop * 3)
+        self.center, self.axes, self.half, self.rep = _node_bounds(tri.reshape(-1, 3), start, stop, levels)
 
     def _node_lb2(self, q, rows, nodes):
         """Lower bound on squared distance from q[rows] to the triangles of nodes (oriented box)."""
@@ -171,71 +171,73 @@ class _SurfaceIndex:
 def _kd_tree(x, leaf):
     """Balanced binary kd-tree over points x (n, 3): median split along each node's longest axis.
 
-    Returns ``order`` (n,) (points in tree order) and per node ``start, stop`` (ranges into ``order``) and
-    ``left, right`` child node ids (-1 for leaves); node 0 is the root.
+    Returns ``order`` (n,) (points in tree order); per node ``start, stop`` (ranges into ``order``) and
+    ``left, right`` child ids (-1 for leaves), node 0 being the root; and ``levels``: for every depth a tuple
+    (starts, stops, node_ids) of disjoint ranges covering [0, n) (leaves of smaller depth are repeated).
+    All nodes of one depth are split at once (one lexsort per depth).
     """
     n = len(x)
     order = np.arange(n)
-    start, stop, left, right = [0], [n], [-1], [-1]
-    frontier = [0]
-    while frontier:
-        nxt = []
-        for node in frontier:
-            s, e = start[node], stop[node]
-            if e - s <= leaf:
-                continue
-            idx = order[s:e]
-            pts = x[idx]
-            ax = int(np.argmax(pts.max(axis=0) - pts.min(axis=0)))
-            order[s:e] = idx[np.argsort(pts[:, ax], kind="stable")]
-            mid = (s + e) // 2
-            left[node], right[node] = len(start), len(start) + 1
-            start += [s, mid]
-            stop += [mid, e]
-            left += [-1, -1]
-            right += [-1, -1]
-            nxt += [len(start) - 2, len(start) - 1]
-        frontier = nxt
-    return order, np.array(start), np.array(stop), np.array(left), np.array(right)
+    start, stop = [np.array([0])], [np.array([n])]
+    left = np.full(1, -1)
+    n_nodes = 1
+    seg_s, seg_e, seg_id = np.array([0]), np.array([n]), np.array([0])
+    levels = [(seg_s, seg_e, seg_id)]
+    while True:
+        size = seg_e - seg_s
+        split = size > leaf
+        if not split.any():
+            break
+        elem_seg = np.repeat(np.arange(len(seg_s)), size)
+        xs = x[order]
+        lo = np.minimum.reduceat(xs, seg_s, axis=0)
+        hi = np.maximum.reduceat(xs, seg_s, axis=0)
+        axis = np.argmax(hi - lo, axis=1)
+        key = np.where(split[elem_seg], xs[np.arange(n), axis[elem_seg]], 0.0)
+        order = order[np.lexsort((key, elem_seg))]
+        mid = (seg_s + seg_e) // 2
+        k = int(split.sum())
+        kids = (n_nodes + np.arange(2 * k)).reshape(k, 2)
+        start.append(np.stack([seg_s[split], mid[split]], 1).ravel())
+        stop.append(np.stack([mid[split], seg_e[split]], 1).ravel())
+        left = np.concatenate([left, np.full(2 * k, -1)])
+        left[seg_id[split]] = kids[:, 0]
+        n_nodes += 2 * k
+        # next depth: split segments become two, the others are carried unchanged
+        new_s = np.stack([seg_s, np.where(split, mid, seg_s)], 1)
+        new_e = np.stack([np.where(split, mid, seg_e), seg_e], 1)
+        new_id = np.stack([seg_id, seg_id], 1)
+        new_id[split] = kids
+        keep = np.stack([np.ones(len(seg_s), bool), split], 1)
+        seg_s, seg_e, seg_id = new_s[keep], new_e[keep], new_id[keep]
+        levels.append((seg_s, seg_e, seg_id))
+    right = np.where(left >= 0, left + 1, -1)
+    return order, np.concatenate(start), np.concatenate(stop), left, right, levels
 
 
-def _node_bounds(pts, starts, stops):
-    """PCA-oriented boxes (centre, axes as columns, half extents) and a representative point per range.
+def _node_bounds(pts, starts, stops, levels):
+    """PCA-oriented boxes (centre, axes as columns, half extents) and a representative point per node.
 
-    ``pts`` (P, 3); ranges [start, stop) may nest (tree nodes). Uses prefix sums for the moments and a
-    per-depth pass for the extents.
+    ``pts`` (3F, 3): the 3 corners of every tree-ordered face; ``starts, stops`` node face ranges; ``levels``
+    as returned by :func:`_kd_tree` (disjoint covering face ranges per depth).
     """
-    counts = (stops - starts).astype(np.float64)[:, None]
+    n_nodes = len(starts)
+    counts = (3 * (stops - starts)).astype(np.float64)[:, None]
     c1 = np.concatenate([np.zeros((1, 3)), np.cumsum(pts, axis=0)])
-    mean = (c1[stops] - c1[starts]) / counts
-    # covariance about a per-range shift (the range's first point) for numerical robustness
+    mean = (c1[3 * stops] - c1[3 * starts]) / counts
     outer = pts[:, :, None] * pts[:, None, :]
     c2 = np.concatenate([np.zeros((1, 3, 3)), np.cumsum(outer, axis=0)])
-    second = (c2[stops] - c2[starts]) / counts[:, :, None]
-    cov = second - mean[:, :, None] * mean[:, None, :]
-    _, axes = np.linalg.eigh(cov)
-    lo = np.empty((len(starts), 3))
-    hi = np.empty((len(starts), 3))
-    # extents: nodes of one tree depth are disjoint ranges; process disjoint groups greedily by start order
-    remaining = np.argsort(starts, kind="stable")
-    while len(remaining):
-        group, last_stop, rest = [], -1, []
-        for i in remaining:
-            if starts[i] >= last_stop:
-                group.append(i)
-                last_stop = stops[i]
-            else:
-                rest.append(i)
-        g = np.array(group)
-        seg = np.repeat(np.arange(len(g)), stops[g] - starts[g])
-        idx = np.concatenate([np.arange(starts[i], stops[i]) for i in g])
-        local = np.einsum("ki,kij->kj", pts[idx] - mean[g][seg], axes[g][seg])
-        bounds = np.concatenate([[0], np.cumsum(stops[g] - starts[g])[:-1]])
-        lo[g] = np.minimum.reduceat(local, bounds, axis=0)
-        hi[g] = np.maximum.reduceat(local, bounds, axis=0)
-        remaining = np.array(rest, dtype=np.int64)
+    cov = (c2[3 * stops] - c2[3 * starts]) / counts[:, :, None] - mean[:, :, None] * mean[:, None, :]
+    _, axes = np.linalg.eigh(cov)  # only the directions matter; extents below are exact
+    lo = np.empty((n_nodes, 3))
+    hi = np.empty((n_nodes, 3))
+    for seg_s, seg_e, ids in levels:
+        elem = np.repeat(np.arange(len(seg_s)), 3 * (seg_e - seg_s))
+        local = np.einsum("ki,kij->kj", pts - mean[ids][elem], axes[ids][elem])
+        lo[ids] = np.minimum.reduceat(local, 3 * seg_s, axis=0)
+        hi[ids] = np.maximum.reduceat(local, 3 * seg_s, axis=0)
     center = mean + np.einsum("cij,cj->ci", axes, 0.5 * (lo + hi))
-    return center, axes, 0.5 * (hi - lo), pts[(starts + stops) // 2]
+    return center, axes, 0.5 * (hi - lo), pts[3 * ((starts + stops) // 2)]
 
 
 def point_to_surface_distance(points, vertices, faces, squared: bool = False) -> np.ndarray:
