@@ -414,6 +414,39 @@ def _is_screw_helper(obj: ArticulatedObject, part: Part) -> bool:
     return len(up) == 1 and up[0].type == "prismatic" and len(down) == 1 and down[0].type == "continuous"
 
 
+WRITE_DENSITY = 500.0  # kg/m^3 of the inertials written into URDFs (wood-like); `kinemesh physics` sets real ones
+
+
+def _write_inertial(link, part, Cinv: np.ndarray, link_pos: np.ndarray) -> None:
+    """Add an ``<inertial>`` to a URDF link so simulators (MuJoCo, PyBullet) accept moving links: mass and
+    inertia of the part's mesh at ``WRITE_DENSITY`` (a 5 mm shell when not watertight), in the link frame
+    (file axes, origin at ``link_pos``). Links without geometry get a tiny well-posed mass."""
+    import xml.etree.ElementTree as ET
+
+    import trimesh
+
+    mass, com, inertia = 1e-3, np.zeros(3), np.full(3, 1e-7)
+    if len(part.vertices) >= 4:
+        mesh = trimesh.Trimesh(part.vertices @ Cinv.T, part.faces, process=False)
+        if mesh.is_watertight and mesh.volume > 1e-12:
+            mesh.density = WRITE_DENSITY
+            mass, com = float(mesh.mass), np.asarray(mesh.center_mass) - link_pos
+            inertia = np.linalg.eigvalsh(mesh.moment_inertia)
+        else:
+            mass = max(float(mesh.area) * 0.005 * WRITE_DENSITY, 1e-3)
+            com = np.asarray(mesh.vertices.mean(0)) - link_pos
+            ext = np.ptp(mesh.vertices, axis=0)
+            inertia = mass / 12.0 * np.array([ext[1] ** 2 + ext[2] ** 2, ext[0] ** 2 + ext[2] ** 2,
+                                              ext[0] ** 2 + ext[1] ** 2])
+        inertia = np.maximum(inertia, 1e-9)
+    ie = ET.SubElement(link, "inertial")
+    ET.SubElement(ie, "origin", xyz=_fmt(com), rpy="0 0 0")
+    ET.SubElement(ie, "mass", value=repr(float(mass)))
+    # principal moments on the diagonal: an approximation when the principal axes are not the link axes
+    ET.SubElement(ie, "inertia", ixx=repr(float(inertia[0])), ixy="0", ixz="0", iyy=repr(float(inertia[1])),
+                  iyz="0", izz=repr(float(inertia[2])))
+
+
 def write_partnet_folder(obj: ArticulatedObject, folder: str | os.PathLike) -> Path:
     """Write ``obj`` as a PartNet-Mobility-style folder (atomically) in the Y-up file convention.
 
@@ -454,6 +487,10 @@ def write_partnet_folder(obj: ArticulatedObject, folder: str | os.PathLike) -> P
                 ve = ET.SubElement(le, "visual", name=part.label or part.name)
                 ET.SubElement(ve, "origin", xyz=_fmt(-pos[part.name]))
                 ET.SubElement(ET.SubElement(ve, "geometry"), "mesh", filename=fname)
+                ce = ET.SubElement(le, "collision", name=part.name)
+                ET.SubElement(ce, "origin", xyz=_fmt(-pos[part.name]))
+                ET.SubElement(ET.SubElement(ce, "geometry"), "mesh", filename=fname)
+            _write_inertial(le, part, Cinv, pos[part.name])
         for j in obj.joints:
             je = ET.SubElement(robot, "joint", name=j.name, type=j.type)
             ET.SubElement(je, "origin", xyz=_fmt(pos[j.child] - pos[j.parent]))
