@@ -236,3 +236,25 @@ def test_cli_render_articulated_folder(tmp_path):
     out = tmp_path / "toy.png"
     assert main(["render", str(folder), "--out", str(out), "--size", "64x48", "--frames-per-joint", "4"]) == 0
     assert out.exists()
+
+
+def test_cli_render_side_by_side(tmp_path, tiny_sequence, box_mesh):
+    """Several inputs become tiles of one GIF; the still mesh turns while the sequence plays (and holds)."""
+    import imageio.v3 as iio
+
+    from kinemesh.cli import main
+
+    seq_path = tmp_path / "seq.npz"
+    tiny_sequence.save(seq_path)
+    mesh_path = tmp_path / "box.obj"
+    box_mesh.export(mesh_path)
+    out = tmp_path / "both.png"
+    assert main(["render", str(seq_path), str(mesh_path), "--out", str(out), "--size", "64x48"]) == 0
+    # a PNG grid of the 4 frames, each frame two 64x48 tiles side by side, 4 px padding
+    assert iio.imread(out).shape == (48 + 2 * 4, 4 * 128 + 5 * 4, 3)
+    gif = tmp_path / "both.gif"
+    assert main(["render", str(seq_path), str(mesh_path), "--out", str(gif), "--size", "48x32",
+                 "--no-captions"]) == 0
+    frames = iio.imread(gif)
+    assert frames.shape[1:] == (32, 96, 3) and frames.shape[0] > tiny_sequence.n_frames  # 72-frame turntable
+    assert main(["render", str(seq_path), str(mesh_path), "--out", str(gif), "--views", "2"]) == 1

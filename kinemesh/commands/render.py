@@ -16,7 +16,9 @@ def register(sub) -> None:
             "frames."
         ),
     )
-    p.add_argument("input", help="mesh, .npz sequence, URDF/PartNet folder or articulation .json")
+    p.add_argument("input", nargs="+",
+                   help="mesh, .npz sequence, URDF/PartNet folder or articulation .json; several inputs are "
+                        "rendered side by side (one tile each, own framing)")
     p.add_argument("--out", required=True, help="output file: .mp4, .gif or .png")
     p.add_argument("--views", type=int, default=1, help="camera views side by side (1-4 presets; default 1)")
     p.add_argument("--fps", type=float, default=None,
@@ -69,32 +71,48 @@ def run(args) -> int:
     if args.max_frames < 1:
         raise ConfigError(f"--max-frames must be >= 1, got {args.max_frames}")
     size = parse_size(args.size)
-    d = load_drawable(args.input, mesh=args.mesh, frames_per_joint=args.frames_per_joint, fps=args.fps,
-                      max_vertices=args.max_vertices or None)
-    frames, axes, captions = d.frames, d.axes, d.captions
-    if frames.shape[0] == 1 and out.suffix.lower() in (".mp4", ".gif"):
-        frames, axes = turntable(frames[0], n_frames=72, axes=axes)
-        captions = None
-    if frames.shape[0] > args.max_frames:
-        pick = np.linspace(0, frames.shape[0] - 1, args.max_frames).round().astype(int)
-        frames = frames[pick]
-        axes = [(o[pick], v[pick]) for o, v in axes]
-        captions = [captions[i] for i in pick] if captions else None
     style = render.RenderStyle(floor=not args.no_floor, shadow=not args.no_floor,
                                supersample=max(1, args.supersample))
+    items = []
+    for path in args.input:
+        d = load_drawable(path, mesh=args.mesh, frames_per_joint=args.frames_per_joint, fps=args.fps,
+                          max_vertices=args.max_vertices or None)
+        frames, axes, captions = d.frames, d.axes, d.captions
+        if frames.shape[0] == 1 and out.suffix.lower() in (".mp4", ".gif"):
+            frames, axes = turntable(frames[0], n_frames=72, axes=axes)
+            captions = None
+        if frames.shape[0] > args.max_frames:
+            pick = np.linspace(0, frames.shape[0] - 1, args.max_frames).round().astype(int)
+            frames = frames[pick]
+            axes = [(o[pick], v[pick]) for o, v in axes]
+            captions = [captions[i] for i in pick] if captions else None
+        items.append((d, frames, [] if args.no_axes else axes, captions))
     t0 = time.perf_counter()
-    render.render_frames(
-        frames,
-        d.faces,
-        out,
-        fps=args.fps or d.fps,
-        part_ids=d.part_ids,
-        axes=None if args.no_axes else axes,
-        views=args.views,
-        size=size,
-        style=style,
-        titles=None if (args.no_captions or not captions) else captions,
-    )
-    print(f"wrote {out} ({frames.shape[0]} frame(s), {d.faces.shape[0]} faces, {args.views} view(s), "
-          f"{time.perf_counter() - t0:.1f} s): {d.title}")
+    d, frames, axes, captions = items[0]
+    if len(items) == 1:
+        render.render_frames(
+            frames,
+            d.faces,
+            out,
+            fps=args.fps or d.fps,
+            part_ids=d.part_ids,
+            axes=axes or None,
+            views=args.views,
+            size=size,
+            style=style,
+            titles=None if (args.no_captions or not captions) else captions,
+        )
+        what = d.title
+    else:
+        if args.views != 1:
+            raise ConfigError("--views applies to a single input; several inputs are tiled side by side")
+        render.render_side_by_side(
+            [(f, it.faces, it.part_ids, ax or None, None if args.no_captions else it.title)
+             for it, f, ax, _ in items],
+            out, fps=args.fps or d.fps, size=size, style=style,
+        )
+        frames = max((f for _, f, _, _ in items), key=len)
+        what = ", ".join(it.title for it, _, _, _ in items)
+    print(f"wrote {out} ({frames.shape[0]} frame(s), {len(items)} input(s), {args.views} view(s), "
+          f"{time.perf_counter() - t0:.1f} s): {what}")
     return 0

@@ -28,6 +28,7 @@ __all__ = [
     "render_image",
     "render_frames",
     "contact_sheet",
+    "render_side_by_side",
     "write_images",
     "PALETTE",
 ]
@@ -713,6 +714,64 @@ def render_frames(
         for t in bar:
             img = renderer.render(frames[t], axes=[(o[t], d[t]) for o, d in ax] or None)
             yield _caption(img, str(titles[t])) if titles is not None else img
+
+    return write_images(images(), out_path, fps=fps)
+
+
+def render_side_by_side(
+    items: Sequence[tuple],
+    out_path: str | os.PathLike,
+    fps: float = 30,
+    size: tuple[int, int] = (320, 240),
+    style: RenderStyle | None = None,
+    progress: bool = True,
+) -> Path:
+    """Render several motions next to each other in one video / GIF / PNG grid, each framed on its own.
+
+    Parameters
+    ----------
+    items : list of (frames (T_i, N_i, 3), faces (M_i, 3), part_ids (N_i,) or None, axes or None, title or None);
+        axes as in :func:`render_frames`. Shorter motions hold their last frame.
+    out_path : .mp4, .gif or .png (written atomically).
+    size : (width, height) of each tile in pixels.
+
+    Raises
+    ------
+    ConfigError for no items, bad shapes or an unsupported extension.
+    """
+    from tqdm import tqdm
+
+    if not items:
+        raise ConfigError("nothing to render: no inputs")
+    tiles = []
+    for i, item in enumerate(items):
+        try:
+            frames, faces, part_ids, axes, title = item
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"items[{i}] must be (frames, faces, part_ids, axes, title)") from exc
+        frames, faces = _check_frames(frames, faces)
+        ax = _as_axes(axes, frames.shape[0])
+        tips = None
+        if ax:
+            tips = np.concatenate([_axis_extent_points([(o[t], d[t]) for o, d in ax], frames[t])
+                                   for t in np.unique(np.linspace(0, len(frames) - 1, 16).astype(int))])
+        r = SceneRenderer(frames, faces, part_ids, size=size, style=style, extra_points=tips)
+        tiles.append((r, frames, ax, title))
+    T = max(len(f) for _, f, _, _ in tiles)
+    if Path(out_path).suffix.lower() == ".png" and T > 1:
+        indices = np.unique(np.linspace(0, T - 1, min(8, T)).round().astype(int))
+    else:
+        indices = np.arange(T)
+
+    def images():
+        for t in tqdm(indices, desc=f"render {Path(out_path).name}", disable=not progress or len(indices) < 2,
+                      unit="frame"):
+            row = []
+            for r, frames, ax, title in tiles:
+                k = min(int(t), len(frames) - 1)
+                img = r.render(frames[k], axes=[(o[k], d[k]) for o, d in ax] or None)
+                row.append(_caption(img, str(title), size=max(10, size[1] // 16)) if title else img)
+            yield np.concatenate(row, axis=1)
 
     return write_images(images(), out_path, fps=fps)
 
