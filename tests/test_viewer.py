@@ -228,3 +228,10 @@ def test_viewer_page_in_headless_chromium(box_mesh):
     finally:
         gui.stop()
     assert not errors, f"console errors: {errors}"
+
+
+def test_missing_checkpoint_degrades_to_a_message(box_app, tmp_path):
+    box_app.config.checkpoint = str(tmp_path / "no_such_checkpoint")
+    assert box_app.load_model() is False
+    assert not box_app.model_ok and "unavailable" in box_app.model_status
+    assert "no_such_checkpoint" in box_app.model_status

@@ -232,10 +232,13 @@ class ViewerApp:
                 self.model_status = (
                     "UNTRAINED model (no checkpoint found): deformations are arbitrary. " + self.model_status
                 )
-        except (KinemeshError, ImportError, OSError, RuntimeError, ValueError) as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure here must degrade to a message, not kill the GUI
             self.model_ok = False
             self.model_status = f"kinematic model unavailable: {exc}"
-            log.warning(self.model_status)
+            if isinstance(exc, (KinemeshError, ImportError, OSError)):
+                log.warning(self.model_status)
+            else:
+                log.exception(self.model_status)
         self._notify("model")
         return self.model_ok
 
