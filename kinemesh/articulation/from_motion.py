@@ -88,21 +88,22 @@ def _joint_transform(type_: str, axis, origin, value: float) -> np.ndarray:
 
 
 def fit_joint(rel: np.ndarray, points: np.ndarray, name: str = "part", size: float | None = None,
-              refine: bool = True) -> MotionFit:
+              refine: bool = True, force_type: str | None = None) -> MotionFit:
     """One joint from per-frame relative rigid motions ``rel`` (T, 4, 4) of a part with rest ``points`` (n, 3).
 
     Rotation below 0.5 deg and translation below 0.2% of ``size`` (default: the part's extent) in every frame
-    -> fixed; rotation below 1 deg -> prismatic; else revolute. Returns the refined fit.
+    -> fixed; rotation below 1 deg -> prismatic; else revolute (``force_type`` skips this decision, e.g. when
+    a Chamfer-selected candidate already fixed the type). Returns the refined fit.
     """
     size = size or float(np.max(np.ptp(points, axis=0)))
     rv = np.array([rotation_vector(T[:3, :3]) for T in rel])
     ang = np.linalg.norm(rv, axis=1)
     tr = np.array([T[:3, 3] for T in rel])
     moved = np.array([np.linalg.norm(_apply(T, points) - points, axis=1).mean() for T in rel])
-    if np.degrees(ang.max()) < 0.5 and moved.max() < 2e-3 * size:
+    if force_type is None and np.degrees(ang.max()) < 0.5 and moved.max() < 2e-3 * size:
         return MotionFit(name, "fixed", np.array([0, 0, 1.0]), points.mean(0), np.zeros(len(rel)),
                          float(moved.mean()))
-    if np.degrees(ang.max()) < 1.0:
+    if force_type == "prismatic" or (force_type is None and np.degrees(ang.max()) < 1.0):
         _, _, vt = np.linalg.svd(tr, full_matrices=False)
         d = vt[0] / np.linalg.norm(vt[0])
         vals = tr @ d
@@ -111,6 +112,8 @@ def fit_joint(rel: np.ndarray, points: np.ndarray, name: str = "part", size: flo
         fit = MotionFit(name, "prismatic", d, points.mean(0), vals, 0.0)
     else:
         big = ang > np.radians(0.5)
+        if not big.any():
+            big = ang >= ang.max()
         _, _, vt = np.linalg.svd(rv[big], full_matrices=False)
         a = vt[0] / np.linalg.norm(vt[0])
         vals = rv @ a
@@ -299,7 +302,7 @@ def fit_from_clouds(part_points: np.ndarray, rest_points: np.ndarray, clouds: li
             _, idx = tree.query(moved, k=1)
             T = kabsch(sub, tree.data[idx])
         rel.append(T)
-    fit = fit_joint(np.stack(rel), sub, name, size, refine=True)
+    fit = fit_joint(np.stack(rel), sub, name, size, refine=True, force_type=c.type)
     fit.info["candidate"] = {"type": c.type, "axis": c.axis.tolist(), "origin": c.origin.tolist(),
                              "chamfer": float(best[0] / max(1, len(frames)))}
     return fit

@@ -24,6 +24,9 @@ def add_arguments(p) -> None:
     p.add_argument("--out", default="docs/results/articulation.md", help="markdown table output")
     p.add_argument("--weights", default=None, help="predictor folder (default: shipped weights)")
     p.add_argument("--no-heuristic", action="store_true", help="skip the (slow) heuristic baseline")
+    p.add_argument("--clouds", action="store_true",
+                   help="also fit from point clouds without correspondences (ATOP candidate selection; slow)")
+    p.add_argument("--only-motion", action="store_true", help="skip the static-shape predictors")
     p.add_argument("--seed", type=int, default=0)
 
 
@@ -81,6 +84,38 @@ def _motion_records(obj, seed: int) -> list[dict]:
     return _score(fits, _gt(obj), float(np.max(np.ptp(v, axis=0))))
 
 
+def _cloud_records(obj, seed: int, n_frames: int = 3) -> list[dict]:
+    """ATOP on point clouds: each movable joint moved alone to ``n_frames`` values; whole-object surface
+    samples per frame (no correspondences); the joint's subtree is the articulated part."""
+    from kinemesh.articulation.from_motion import fit_from_clouds
+    from kinemesh.articulation.validity import moving_groups
+    from kinemesh.geometry.sampling import sample_surface
+
+    rng = np.random.default_rng(seed)
+    groups = moving_groups(obj)
+    v, _, _ = obj.merged()
+    size = float(np.max(np.ptp(v, axis=0)))
+    geo = [p for p in obj.parts if len(p.vertices)]
+    recs = []
+    for j in obj.movable_joints:
+        if not len(obj.part(j.child).vertices):
+            continue
+        moving = set(groups[j.child])
+        pp = np.concatenate([sample_surface(p.vertices, p.faces, 400, seed=rng)[0] for p in geo if p.name in moving])
+        rest = np.concatenate([sample_surface(p.vertices, p.faces, 400, seed=rng)[0] for p in geo
+                               if p.name not in moving])
+        lo, hi = j.limits if j.limits is not None else (-np.pi / 2, np.pi / 2)
+        clouds = []
+        for f in np.linspace(0.3, 0.9, n_frames):
+            posed = obj.posed_parts({j.name: lo + f * (hi - lo)})
+            clouds.append(np.concatenate([sample_surface(posed[p.name], p.faces, 400, seed=rng)[0] for p in geo]))
+        fit = fit_from_clouds(pp, rest, clouds, j.child)
+        fit.parent = j.parent
+        d = j.to_dict()
+        recs += _score([fit], {j.child: d}, size)
+    return recs
+
+
 def _reroot_gt(obj) -> dict:
     """GT joints keyed by child, with helper links (no geometry) collapsed onto their geometric parent."""
     gt = {}
@@ -98,7 +133,8 @@ def _reroot_gt(obj) -> dict:
     return gt
 
 
-def evaluate_objects(objects, methods: dict, seed: int, motion: bool = True, desc: str = "") -> dict:
+def evaluate_objects(objects, methods: dict, seed: int, motion: bool = True, desc: str = "",
+                     clouds: bool = False) -> dict:
     """Records per method (+ "from motion") over ``objects`` [(name, ArticulatedObject with GT joints)]."""
     from tqdm import tqdm
 
@@ -107,6 +143,8 @@ def evaluate_objects(objects, methods: dict, seed: int, motion: bool = True, des
     recs = {m: [] for m in methods}
     if motion:
         recs["from motion (ATOP stage 2)"] = []
+    if clouds:
+        recs["from motion, point clouds (ATOP Chamfer + ICP)"] = []
     times = {m: [] for m in recs}
     for name, obj in tqdm(objects, desc=desc, unit="obj"):
         gt = _reroot_gt(obj)
@@ -131,6 +169,13 @@ def evaluate_objects(objects, methods: dict, seed: int, motion: bool = True, des
             except Exception as exc:
                 print(f"  {name}: from motion failed: {exc}")
             times["from motion (ATOP stage 2)"].append(time.time() - t0)
+        if clouds:
+            t0 = time.time()
+            try:
+                recs["from motion, point clouds (ATOP Chamfer + ICP)"] += _cloud_records(obj, seed)
+            except Exception as exc:
+                print(f"  {name}: point-cloud fit failed: {exc}")
+            times["from motion, point clouds (ATOP Chamfer + ICP)"].append(time.time() - t0)
     return {m: {**_summ(r), "time": float(np.mean(times[m])) if times[m] else float("nan")} for m, r in recs.items()}
 
 
@@ -191,7 +236,8 @@ def run(args) -> int:
                     print(f"  skip {d.name}: {exc}")
         sections.append((f"real PartNet-Mobility objects ({len(real)}, {args.real})", real))
     cmd = (f"kinemesh eval articulation --n-objects {args.n_objects}" + (f" --real {args.real}" if args.real else "")
-           + (" --no-heuristic" if args.no_heuristic else "") + f" --seed {args.seed}")
+           + (" --no-heuristic" if args.no_heuristic else "") + (" --clouds" if args.clouds else "")
+           + (" --only-motion" if args.only_motion else "") + f" --out {args.out} --seed {args.seed}")
     lines = ["# Articulation results", "", f"Command: `{cmd}` (2 CPU cores shared, no GPU; torch 1 thread).",
              f"Weights: `{wdir}`. Held-out data only: instance seeds >= {TEST_SEED_BASE}, categories "
              f"{', '.join(HOLDOUT_CATEGORIES)} never trained on.", "",
@@ -200,7 +246,8 @@ def run(args) -> int:
              "motion, their Table 1).", ""]
     all_res = {}
     for title, objects in sections:
-        res = evaluate_objects(objects, methods, args.seed, desc=title[:30])
+        res = evaluate_objects(objects, {} if args.only_motion else methods, args.seed, desc=title[:30],
+                               clouds=args.clouds)
         all_res[title] = res
         lines += _table(title, res)
         print("\n".join(_table(title, res)))
