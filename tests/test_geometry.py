@@ -268,3 +268,18 @@ def test_local_rigid_transforms_two_parts():
     np.testing.assert_allclose(R[50:], np.broadcast_to(Rz, (50, 3, 3)), atol=1e-10)
     with pytest.raises(ConfigError):
         procrustes.local_rigid_transforms(rest, posed[:10], k=6)
+
+
+def test_transfer_and_barycentric_work_under_forward_mode_jvp():
+    box = trimesh.creation.box()
+    pts, fid, bary = sampling.sample_surface(box.vertices, box.faces, 30, seed=1)
+    idx, w = transfer.knn_weights(pts, box.vertices, k=4)
+    base = torch.tensor(box.vertices)
+
+    def f(s):
+        p = sampling.points_from_barycentric(base * s, box.faces, fid, bary)  # (30, 3), linear in s
+        return transfer.to_vertices(p, idx, w)
+
+    s0 = torch.tensor(1.5, dtype=torch.float64)
+    out, jv = torch.func.jvp(f, (s0,), (torch.tensor(1.0, dtype=torch.float64),))
+    torch.testing.assert_close(jv, out / 1.5, atol=1e-12, rtol=0)

@@ -91,38 +91,45 @@ class _SurfaceIndex:
         order, start, stop, left, right, levels = _kd_tree(centroid, leaf)
         tri = tri[order]  # faces in tree order: every node covers a contiguous range
         centroid = centroid[order]
-        self.a, self.b, self.c = tri[:, 0].copy(), tri[:, 1].copy(), tri[:, 2].copy()
-        n = np.cross(self.b - self.a, self.c - self.a)
+        n = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
         nn = np.linalg.norm(n, axis=1)
         self.unit_n = n / np.where(nn > 0, nn, 1.0)[:, None]  # zero rows for degenerate faces: bound 0
         self.centroid = centroid
         self.face_r = np.linalg.norm(tri - centroid[:, None, :], axis=2).max(axis=1)
         self.start, self.stop, self.left, self.right = start, stop, left, right
         self.leaf = leaf
+        self.tri = tri
+        self.face_data = np.column_stack([centroid, self.unit_n, self.face_r])
         self.center, self.axes, self.half, self.rep = _node_bounds(tri.reshape(-1, 3), start, stop, levels)
+        self.node_data = np.column_stack([self.center, self.axes.reshape(-1, 9), self.half])
 
     def _node_lb2(self, q, rows, nodes):
         """Lower bound on squared distance from q[rows] to the triangles of nodes (oriented box)."""
-        d = q[rows] - self.center[nodes]
-        local = np.einsum("ki,kij->kj", d, self.axes[nodes])
-        out = np.maximum(np.abs(local) - self.half[nodes], 0.0)
+        nd = self.node_data[nodes]  # one gather: centre (3), axes (9, row-major columns), half extents (3)
+        d = q[rows] - nd[:, 0:3]
+        local = np.einsum("ki,kij->kj", d, nd[:, 3:12].reshape(-1, 3, 3))
+        out = np.maximum(np.abs(local) - nd[:, 12:15], 0.0)
         return np.einsum("ij,ij->i", out, out)
 
     def _leaves(self, q, rows, nodes, ub2):
-        """Test the triangles of leaf nodes: plane + bounding-disk bound, then the exact distance."""
+        """Test the triangles of leaf nodes: plane + bounding-disk bound, then the exact distance.
+
+        ``rows`` must be sorted (it is: traversal keeps query order).
+        """
         fid = self.start[nodes][:, None] + np.arange(self.leaf)[None, :]
         ok = fid < self.stop[nodes][:, None]
         rows = np.broadcast_to(rows[:, None], fid.shape)[ok]
         fid = fid[ok]
-        off = q[rows] - self.centroid[fid]
-        h = np.einsum("ij,ij->i", off, self.unit_n[fid])
+        fd = self.face_data[fid]  # centroid (3), unit normal (3), bounding radius (1)
+        off = q[rows] - fd[:, 0:3]
+        h = np.einsum("ij,ij->i", off, fd[:, 3:6])
         lateral = np.sqrt(np.maximum(np.einsum("ij,ij->i", off, off) - h * h, 0.0))
-        gap = np.maximum(lateral - self.face_r[fid], 0.0)
+        gap = np.maximum(lateral - fd[:, 6], 0.0)
         keep = h * h + gap * gap < ub2[rows]
         rows, fid = rows[keep], fid[keep]
         if len(rows):
-            d2 = point_triangle_sqdist(q[rows], self.a[fid], self.b[fid], self.c[fid])
-            np.minimum.at(ub2, rows, d2)
+            tri = self.tri[fid]
+            _min_into(ub2, rows, point_triangle_sqdist(q[rows], tri[:, 0], tri[:, 1], tri[:, 2]))
 
     def _dive(self, q):
         """Upper bound: descend to the child with the nearer box (then centre) down to one leaf per query."""
@@ -156,7 +163,7 @@ class _SurfaceIndex:
         nodes = np.zeros(len(q), dtype=np.int64)
         while len(rows):
             rep = q[rows] - self.rep[nodes]
-            np.minimum.at(ub2, rows, np.einsum("ij,ij->i", rep, rep))
+            _min_into(ub2, rows, np.einsum("ij,ij->i", rep, rep))
             keep = self._node_lb2(q, rows, nodes) < ub2[rows]
             rows, nodes = rows[keep], nodes[keep]
             leaf = self.left[nodes] < 0
@@ -166,6 +173,19 @@ class _SurfaceIndex:
             rows = np.repeat(rows, 2)
             nodes = np.stack([self.left[nodes], self.right[nodes]], axis=1).ravel()
         return ub2
+
+
+def _min_into(target, rows, values):
+    """``target[rows] = min(target[rows], values)`` for *sorted* rows with repeats (faster than ufunc.at)."""
+    if len(rows) == 0:
+        return
+    if np.any(rows[1:] < rows[:-1]):  # not sorted: fall back to the unbuffered ufunc
+        np.minimum.at(target, rows, values)
+        return
+    first = np.flatnonzero(np.concatenate([[True], rows[1:] != rows[:-1]]))
+    m = np.minimum.reduceat(values, first)
+    r = rows[first]
+    target[r] = np.minimum(target[r], m)
 
 
 def _kd_tree(x, leaf):

@@ -13,8 +13,8 @@ from kinemesh.errors import ConfigError
 
 def face_areas(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
     """Triangle areas, (m,) float64 in m^2, for ``vertices`` (n, 3) and ``faces`` (m, 3) int."""
-    v = np.asarray(vertices, dtype=np.float64)
-    f = np.asarray(faces, dtype=np.int64)
+    v = np.asarray(_np(vertices), dtype=np.float64)
+    f = np.asarray(_np(faces), dtype=np.int64)
     tri = v[f]
     return 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
 
@@ -24,7 +24,7 @@ def sample_surface(vertices, faces, n: int, seed=None) -> tuple[np.ndarray, np.n
 
     Parameters
     ----------
-    vertices : (N, 3) float, metres.
+    vertices : (N, 3) float, metres (numpy or torch).
     faces : (M, 3) int, vertex indices.
     n : number of samples.
     seed : None, int or ``np.random.Generator``; the same seed gives the same samples.
@@ -40,8 +40,8 @@ def sample_surface(vertices, faces, n: int, seed=None) -> tuple[np.ndarray, np.n
     ConfigError
         If the mesh has no faces, ``n`` is negative or the total area is zero/non-finite.
     """
-    v = np.asarray(vertices, dtype=np.float64)
-    f = np.asarray(faces, dtype=np.int64)
+    v = np.asarray(_np(vertices), dtype=np.float64)
+    f = np.asarray(_np(faces), dtype=np.int64)
     if f.ndim != 2 or f.shape[1] != 3 or f.shape[0] == 0:
         raise ConfigError(f"sample_surface: faces must be a non-empty (m, 3) array, got shape {f.shape}")
     if n < 0:
@@ -101,3 +101,8 @@ def points_from_barycentric(vertices, faces, face_ids, bary):
         + b[:, 1:2] * v[..., corners[:, 1], :]
         + b[:, 2:3] * v[..., corners[:, 2], :]
     )
+
+
+def _np(x):
+    """numpy view of a numpy array or (possibly grad-tracking) torch tensor."""
+    return x.detach().cpu().numpy() if hasattr(x, "detach") else x
