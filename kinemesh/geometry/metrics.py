@@ -635,8 +635,8 @@ def _faces(f, n_vertices) -> np.ndarray:
 
 
 def _mesh_or_points(x, faces, name):
-    if faces is None and hasattr(x, "vertices") and hasattr(x, "faces"):
-        x, faces = x.vertices, x.faces
+    if faces is None and hasattr(x, "vertices"):  # trimesh.Trimesh (faces used) or trimesh.PointCloud
+        x, faces = x.vertices, getattr(x, "faces", None)
     v = _points(x, name)
     if len(v) == 0:
         raise ConfigError(f"chamfer: {name} is empty")
