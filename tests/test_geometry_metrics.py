@@ -178,7 +178,11 @@ def test_motion_explained_and_vertex_error():
     target = np.ones((2, 4, 3))
     assert metrics.motion_explained(target, target, rest) == pytest.approx(1.0)
     assert metrics.motion_explained(np.broadcast_to(rest, target.shape), target, rest) == pytest.approx(0.0)
-    assert metrics.motion_explained(0.5 * target, target, rest) == pytest.approx(0.75)
+    assert metrics.motion_explained(0.5 * target, target, rest) == pytest.approx(0.5)
+    # one vertex of four perfect, the others untouched: a quarter of the mean error removed
+    fit = np.broadcast_to(rest, target.shape).copy()
+    fit[:, 0] = target[:, 0]
+    assert metrics.motion_explained(fit, target, rest) == pytest.approx(0.25)
     assert np.isnan(metrics.motion_explained(target, np.zeros((2, 4, 3)), rest))
     a = np.zeros((5, 3))
     b = np.zeros((5, 3))
