@@ -94,7 +94,7 @@ def solve_positions(system: System, handles: Handles, targets, q_init=None, n_st
                     c = cn
                     break
                 damping *= 4.0
-            if not improved or rel < 1e-10:
+            if not improved or rel < 1e-7:
                 break
         if c < best_c:
             best_q, best_c = q, c

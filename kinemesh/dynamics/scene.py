@@ -1,0 +1,352 @@
+"""From a mesh, a decoder and an action to a simulated KinematicSequence (what ``kinemesh simulate`` runs).
+
+``build_system`` chooses masses, stiffness, damping, barrier and pin springs from the object kind;
+``initial_conditions`` turns the action (drag, poke, velocity) into (q0, qd0) by the boundary-condition solve
+(NeuROK Sec. 5.3); ``run`` integrates and decodes the vertices of every frame.
+
+Per-kind defaults (DESIGN.md: potential energy is a modelling choice): a free hinge has no restoring force
+(articulated: stiffness 0 Hz), an elastic body and cloth spring back (2 Hz and 1 Hz). The latent stiffness is
+given as the natural frequency f of small oscillations about the rest state: k = (2 pi f)^2 m_bar with m_bar
+the mean generalized mass trace(M(q_rest)) / k_q.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from kinemesh.dynamics.boundary import impulse_velocity, solve_positions, solve_velocities
+from kinemesh.dynamics.eom import kinematics, mass_matrix
+from kinemesh.dynamics.integrators import INTEGRATORS, Rollout, simulate
+from kinemesh.dynamics.system import PointForce, Spring, State, System, Wind, make_handles
+from kinemesh.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+KINDS = ("articulated", "elastic", "cloth")
+KIND_DEFAULTS = {
+    # stiffness (Hz), damping alpha (1/s), density (kg/m^3, cloth: kg/m^2)
+    "articulated": {"stiffness": 0.0, "damping": 0.5, "density": 300.0},
+    "elastic": {"stiffness": 2.0, "damping": 1.0, "density": 1000.0},
+    "cloth": {"stiffness": 1.0, "damping": 1.5, "density": 0.3},
+}
+
+
+@dataclass
+class SimulationSpec:
+    """What to simulate. Vectors are (3,) in metres, m/s or N s in the mesh frame (Z up)."""
+
+    kind: str = "auto"
+    """articulated | elastic | cloth | auto (guessed from the mesh: open thin sheet -> cloth, several
+    connected components -> articulated, else elastic)."""
+    frames: int = 120
+    """Output frames, including the first."""
+    fps: float = 30.0
+    """Output frame rate (1/s)."""
+    substeps: int = 2
+    """Integrator steps per frame (more are taken automatically when a step is unstable)."""
+    integrator: str = "midpoint"
+    """midpoint (implicit, time-reversible; default) or rk4."""
+    gravity: bool = False
+    """Apply gravity (0, 0, -9.81) m/s^2."""
+    stiffness: float | None = None
+    """Latent elastic stiffness as a natural frequency in Hz (0 = no restoring force); None = kind default."""
+    damping: float | None = None
+    """Rayleigh mass-proportional damping alpha in 1/s; None = kind default."""
+    density: float | None = None
+    """kg/m^3 (cloth: kg/m^2); None = kind default. Ignored when ``mass`` is given."""
+    mass: float | None = None
+    """Total mass in kg (overrides density)."""
+    pins: tuple = ()
+    """Vertex ids held at their rest positions by stiff springs."""
+    pin_frequency: float = 6.0
+    """Natural frequency (Hz) of the whole object on its pin springs."""
+    drag_vertex: int | None = None
+    """Drag action: this vertex is moved to ``drag_to`` (boundary-condition solve), then released."""
+    drag_to: tuple | None = None
+    hold: bool = False
+    """Drag action: keep holding the vertex at the target with a spring instead of releasing it."""
+    lead_in: float = 0.5
+    """Drag action: seconds of frames showing the drag (rest -> dragged pose) before the release."""
+    poke_vertex: int | None = None
+    """Poke action: an impulse ``impulse`` (N s) on this vertex at t = 0."""
+    impulse: tuple | None = None
+    poke_speed: float | None = None
+    """Poke action: rescale the impulse so the poked vertex starts at this speed (m/s); None = as given."""
+    velocity: tuple | None = None
+    """Initial velocity (m/s) of ``velocity_vertices`` (all vertices when empty), by least squares."""
+    velocity_vertices: tuple = ()
+    wind: tuple | None = None
+    """Wind velocity (m/s); drag force on the surface (see ``Wind``)."""
+    force_vertex: int | None = None
+    """A constant force ``force`` (N) on this vertex during the whole simulation."""
+    force: tuple | None = None
+    barrier_radius: float = 3.0
+    """Soft barrier beyond this many prior standard deviations."""
+    seed: int = 0
+
+
+def _vec(v, name: str) -> np.ndarray:
+    a = np.asarray(v, dtype=np.float64).reshape(-1)
+    if a.shape != (3,) or not np.isfinite(a).all():
+        raise ConfigError(f"{name} must be three finite numbers X,Y,Z, got {v!r}")
+    return a
+
+
+def guess_kind(vertices: np.ndarray, faces: np.ndarray) -> str:
+    """articulated | elastic | cloth from the mesh alone (see ``SimulationSpec.kind``)."""
+    import trimesh
+
+    m = trimesh.Trimesh(vertices, faces, process=False)
+    ext = np.sort(np.ptp(np.asarray(vertices), axis=0))
+    if not m.is_watertight and ext[0] < 0.05 * ext[2]:
+        return "cloth"
+    from kinemesh.model.api import connected_components
+
+    labels = connected_components(len(vertices), np.asarray(faces))
+    counts = np.bincount(labels)
+    if (counts >= max(8, 0.02 * len(vertices))).sum() >= 2:
+        return "articulated"
+    return "elastic"
+
+
+def total_mass(vertices: np.ndarray, faces: np.ndarray, kind: str, density: float) -> float:
+    """Mass (kg): density * volume (watertight, else convex hull) or areal density * area for cloth."""
+    import trimesh
+
+    m = trimesh.Trimesh(vertices, faces, process=False)
+    if kind == "cloth":
+        return float(density * m.area)
+    try:
+        vol = abs(float(m.volume)) if m.is_watertight else float(m.convex_hull.volume)
+    except Exception:  # degenerate hull (flat mesh)
+        vol = 0.0
+    if not vol > 0:
+        vol = float(m.area) * 0.01  # a 1 cm shell
+    return float(density * vol)
+
+
+def _point_normals_areas(decoder, vertices: np.ndarray, faces: np.ndarray):
+    import trimesh
+    from scipy.spatial import cKDTree
+
+    m = trimesh.Trimesh(vertices, faces, process=False)
+    pts = decoder.rest_points.detach().double().numpy()
+    nearest = cKDTree(vertices).query(pts)[1]
+    normals = np.asarray(m.vertex_normals)[nearest]
+    areas = np.full(len(pts), float(m.area) / len(pts))
+    return torch.as_tensor(normals, dtype=torch.float64), torch.as_tensor(areas, dtype=torch.float64)
+
+
+def mean_generalized_mass(system: System, q=None) -> float:
+    """trace(M(q)) / k at q (default q_rest), kg m^2 per unit q^2."""
+    kin = kinematics(system, system.q_rest if q is None else q)
+    return float(torch.trace(mass_matrix(system, kin.J))) / system.dim
+
+
+def rest_state(system: System, n_handles: int = 128, seed: int = 0) -> tuple[torch.Tensor, float]:
+    """q (k,) whose decoded shape best matches the rest mesh, and the RMS vertex residual (m).
+
+    The prior mean is a typical state, not necessarily the undeformed one, so the rest state is solved for.
+    """
+    n = int(system.decoder.rest_vertices.shape[0])
+    rng = np.random.default_rng(seed)
+    ids = np.sort(rng.choice(n, size=min(n, n_handles), replace=False))
+    h = make_handles(system.decoder, ids)
+    return solve_positions(system, h, h.rest, q_init=torch.zeros(system.dim, dtype=torch.float64), n_starts=1,
+                           iters=12, reg=1e-6)
+
+
+def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: SimulationSpec,
+                 derivatives: str = "fd") -> tuple[System, dict]:
+    """A System for ``decoder`` bound to the mesh (vertices (n, 3) m, faces (m, 3)) and ``spec``.
+
+    Returns (system, info) where info records the chosen kind, mass and parameters. Raises ConfigError for
+    bad options (negative stiffness/damping/mass, unknown kind, bad vertex ids).
+    """
+    vertices = np.asarray(vertices, dtype=np.float64)
+    faces = np.asarray(faces, dtype=np.int64)
+    kind = spec.kind if spec.kind != "auto" else guess_kind(vertices, faces)
+    if kind not in KINDS:
+        raise ConfigError(f"kind {spec.kind!r}: choose one of {KINDS} or auto")
+    if spec.integrator not in INTEGRATORS:
+        raise ConfigError(f"integrator {spec.integrator!r}: choose one of {INTEGRATORS}")
+    d = KIND_DEFAULTS[kind]
+    stiff_hz = d["stiffness"] if spec.stiffness is None else float(spec.stiffness)
+    alpha = d["damping"] if spec.damping is None else float(spec.damping)
+    for name, v in (("stiffness", stiff_hz), ("damping", alpha), ("pin_frequency", spec.pin_frequency)):
+        if not (math.isfinite(v) and v >= 0):
+            raise ConfigError(f"{name} must be a finite number >= 0, got {v}")
+    if spec.mass is not None:
+        if not (math.isfinite(spec.mass) and spec.mass > 0):
+            raise ConfigError(f"mass must be > 0 kg, got {spec.mass}")
+        mtot = float(spec.mass)
+    else:
+        dens = d["density"] if spec.density is None else float(spec.density)
+        if not (math.isfinite(dens) and dens > 0):
+            raise ConfigError(f"density must be > 0, got {dens}")
+        mtot = total_mass(vertices, faces, kind, dens)
+    P = int(decoder.rest_points.shape[0])
+    k = int(decoder.mu_cond.shape[-1])
+    g = (0.0, 0.0, -9.81) if spec.gravity else (0.0, 0.0, 0.0)
+    system = System(decoder, torch.full((P,), mtot / P, dtype=torch.float64), torch.zeros(k, dtype=torch.float64),
+                    gravity=g, damping_mass=alpha, barrier_radius=spec.barrier_radius, derivatives=derivatives)
+    q_rest, rest_rms = rest_state(system, seed=spec.seed)
+    system.q_rest = q_rest
+    mbar = mean_generalized_mass(system)
+    system.latent_inertia = 1e-6 * mbar
+    system.stiffness = (2 * math.pi * stiff_hz) ** 2 * mbar
+    kin = kinematics(system, q_rest)
+    g_force = float(torch.einsum("ipc,pc->i", kin.J, system.point_mass[:, None] * system.gravity).abs().max())
+    # the barrier (cubic) balances 4x the gravity force or a 3 Hz spring at 0.5 std inside it
+    system.barrier_stiffness = max(4.0 * g_force, (2 * math.pi * 3.0) ** 2 * mbar * 0.5) / 0.25
+    if spec.pins:
+        ph = make_handles(decoder, list(spec.pins))
+        k_pin = (2 * math.pi * spec.pin_frequency) ** 2 * mtot / len(ph)
+        system.springs.append(Spring(ph, ph.rest.clone(), k_pin))
+    if spec.wind is not None:
+        w = _vec(spec.wind, "wind")
+        normals, areas = _point_normals_areas(decoder, vertices, faces)
+        system.forces.append(Wind(torch.as_tensor(w), normals, areas, two_sided=(kind == "cloth")))
+    if spec.force_vertex is not None:
+        fh = make_handles(decoder, [spec.force_vertex])
+        system.forces.append(PointForce(fh, torch.as_tensor(_vec(spec.force, "force"))[None]))
+    info = {"kind": kind, "mass_kg": mtot, "stiffness_hz": stiff_hz, "damping_per_s": alpha,
+            "latent_stiffness": system.stiffness, "mean_generalized_mass": mbar, "k_q": k, "points": P,
+            "rest_fit_rms_m": rest_rms, "gravity": list(g)}
+    return system, info
+
+
+def initial_conditions(system: System, spec: SimulationSpec, info: dict | None = None) -> tuple[State, np.ndarray]:
+    """(initial State, lead-in q (L, k)) from the action in ``spec`` (boundary conditions, Sec. 5.3).
+
+    drag: q0 puts the vertex at the target (least squares), released at rest (or held by a spring); the
+    lead-in frames interpolate rest -> q0. poke: qd0 = M^-1 J^T p. velocity: least-squares qd0.
+    Raises ConfigError for a zero-length drag, out-of-range vertex ids or non-finite vectors.
+    """
+    info = {} if info is None else info
+    q0 = system.q_rest.clone()
+    qd0 = torch.zeros_like(q0)
+    lead = np.zeros((0, system.dim))
+    rp = system.decoder.rest_points.detach().double()
+    size = float((rp.max(0).values - rp.min(0).values).max()) or 1.0
+    if spec.drag_vertex is not None:
+        if spec.drag_to is None:
+            raise ConfigError("drag needs a target: --to X,Y,Z")
+        h = make_handles(system.decoder, [spec.drag_vertex])
+        target = torch.as_tensor(_vec(spec.drag_to, "--to"))[None]
+        if float(torch.linalg.norm(target - h.rest)) < 1e-4 * size:
+            raise ConfigError(f"zero-length drag: the target of vertex {spec.drag_vertex} is its rest position "
+                              f"{tuple(np.round(h.rest[0].numpy(), 6))}")
+        now = h.positions(kinematics(system, q0).x, rp)
+        q0, rms = solve_positions(system, h, target, q_init=system.q_rest, seed=spec.seed)
+        info["drag_residual_m"] = rms
+        reached = h.positions(kinematics(system, q0).x, rp)
+        moved = float(torch.linalg.norm(reached - now))
+        info["drag_moved_m"] = moved
+        if rms > 0.25 * float(torch.linalg.norm(target - now)):
+            log.warning("drag: vertex %d reaches only %.3g m of the requested %.3g m (the model allows no closer "
+                        "plausible state)", spec.drag_vertex, moved, float(torch.linalg.norm(target - now)))
+        if spec.hold:
+            k_hold = (2 * math.pi * 4.0) ** 2 * system.total_mass
+            system.springs.append(Spring(h, target.clone(), k_hold))
+        n_lead = int(round(spec.lead_in * spec.fps))
+        if n_lead > 0:
+            s = np.linspace(0.0, 1.0, n_lead + 1)[:-1]
+            s = s * s * (3 - 2 * s)  # smoothstep
+            lead = system.q_rest.numpy()[None] + s[:, None] * (q0 - system.q_rest).numpy()[None]
+    if spec.velocity is not None:
+        v = _vec(spec.velocity, "--velocity")
+        ids = list(spec.velocity_vertices) or list(np.random.default_rng(spec.seed).choice(
+            int(system.decoder.rest_vertices.shape[0]), size=min(256, int(system.decoder.rest_vertices.shape[0])),
+            replace=False))
+        h = make_handles(system.decoder, ids)
+        qd0, vrms = solve_velocities(system, h, q0, np.tile(v, (len(h), 1)))
+        info["velocity_residual_m_s"] = vrms
+    if spec.poke_vertex is not None:
+        if spec.impulse is None:
+            raise ConfigError("poke needs --impulse X,Y,Z (N s)")
+        p = _vec(spec.impulse, "--impulse")
+        if not np.linalg.norm(p) > 0:
+            raise ConfigError("poke impulse is zero")
+        h = make_handles(system.decoder, [spec.poke_vertex])
+        dqd = impulse_velocity(system, h, q0, p[None])
+        if spec.poke_speed is not None:
+            vh = torch.einsum("ihc,i->hc", h.jacobian(kinematics(system, q0).J), dqd)
+            speed = float(torch.linalg.norm(vh))
+            if not speed > 0:
+                raise ConfigError(f"poke: vertex {spec.poke_vertex} cannot move in the model's state space")
+            dqd = dqd * (float(spec.poke_speed) / speed)
+            info["poke_impulse_scale"] = float(spec.poke_speed) / speed
+        qd0 = qd0 + dqd
+    return State(q0, qd0, 0.0), lead
+
+
+@dataclass
+class SimulationResult:
+    """A simulated animation: the sequence (vertices per frame), the rollout (q, energies) incl. lead-in."""
+
+    sequence: object  # KinematicSequence
+    rollout: Rollout
+    q: np.ndarray  # (T, k) all frames incl. lead-in
+    info: dict = field(default_factory=dict)
+
+
+def decode_vertices(decoder, q: np.ndarray, chunk: int = 8) -> np.ndarray:
+    """Vertices (T, N, 3) float32 of states q (T, k), decoded in chunks without gradients."""
+    dt = decoder.mu_cond.dtype
+    out = []
+    with torch.no_grad():
+        for i in range(0, len(q), chunk):
+            out.append(decoder.vertices(torch.as_tensor(q[i:i + chunk], dtype=dt)).float().numpy())
+    frames = np.concatenate(out)
+    if not np.isfinite(frames).all():
+        from kinemesh.errors import SimulationDivergedError
+
+        raise SimulationDivergedError("decoded vertices are not finite")
+    return frames
+
+
+def run(decoder, vertices: np.ndarray, faces: np.ndarray, spec: SimulationSpec, part_ids=None,
+        progress: bool = True, derivatives: str = "fd", category: str = "unknown") -> SimulationResult:
+    """Build the system, solve the initial conditions, integrate and decode: a SimulationResult whose
+    ``sequence`` is a KinematicSequence (kind, conditions and energies in ``meta``).
+
+    Raises ConfigError for bad options, SimulationDivergedError when unstable even with small steps.
+    """
+    from kinemesh.data.sequence import KinematicSequence
+
+    if spec.frames < 1:
+        raise ConfigError(f"frames must be >= 1, got {spec.frames}")
+    if not (spec.fps > 0 and math.isfinite(spec.fps)):
+        raise ConfigError(f"fps must be > 0, got {spec.fps}")
+    t0 = time.perf_counter()
+    system, info = build_system(decoder, vertices, faces, spec, derivatives=derivatives)
+    state0, lead = initial_conditions(system, spec, info)
+    lead = lead[: max(0, spec.frames - 1)]
+    n_dyn = spec.frames - len(lead)
+    t1 = time.perf_counter()
+    roll = simulate(system, state0, n_dyn, fps=spec.fps, substeps=spec.substeps, integrator=spec.integrator,
+                    progress=progress)
+    t2 = time.perf_counter()
+    q_all = np.concatenate([lead, roll.q]) if len(lead) else roll.q
+    frames = decode_vertices(decoder, q_all)
+    t3 = time.perf_counter()
+    info.update(setup_s=t1 - t0, simulate_s=t2 - t1, decode_s=t3 - t2, energy_drift=roll.energy_drift,
+                step_warnings=roll.warnings, substeps_final=int(roll.substeps[-1]) if len(roll.substeps) > 1
+                else spec.substeps, lead_in_frames=int(len(lead)))
+    times = np.arange(spec.frames, dtype=np.float64) / spec.fps
+    conditions = {k: (list(v) if isinstance(v, tuple) else v) for k, v in spec.__dict__.items()}
+    meta = {"category": category, "kind": info["kind"], "source": "kinemesh.dynamics", "units": "m", "up": "z",
+            "conditions": conditions, "simulation": {k: v for k, v in info.items() if k != "step_warnings"},
+            "energy": {"kinetic": roll.kinetic.tolist(), "potential": roll.potential.tolist(),
+                       "total": roll.total.tolist(), "start_frame": int(len(lead))}}
+    rest = decoder.rest_vertices.detach().float().numpy()
+    seq = KinematicSequence(rest, np.asarray(faces, dtype=np.int32), frames, times.astype(np.float32),
+                            None if part_ids is None else np.asarray(part_ids, dtype=np.int32), meta)
+    return SimulationResult(seq, roll, q_all, info)
