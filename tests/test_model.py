@@ -58,7 +58,7 @@ def test_dq_skinning_is_rigid_where_weights_are_one_hot():
     head = model.net.decoder.skin_head
     with torch.no_grad():
         head.weight.zero_()
-        head.bias.copy_(torch.tensor([50.0, 0.0, 0.0, 0.0]))
+        head.bias.copy_(torch.tensor([1000.0, 0.0, 0.0, 0.0]))
     inst = model.instance(v, f, n_points=256, seed=0)
     z = inst.prior_sample(1, seed=3)[0]
     out = inst.vertices(z).detach().double().numpy()

@@ -154,6 +154,10 @@ class Decoder(nn.Module):
             self.token_head = nn.Linear(W, 7)  # quaternion offset (4) + translation (3)
             self.skin_head = nn.Linear(W, cfg.n_tokens)
             self.group_proj = nn.Linear(W, W)  # features pooled over the point's connected component
+            # Spatial prior of the skinning weights (Simplicits-like handles): token k starts owning the region
+            # around anchor a_k, which breaks the symmetry between tokens from the first step.
+            self.anchors = nn.Parameter(torch.rand(cfg.n_tokens, 3) - 0.5)
+            self.anchor_log_width = nn.Parameter(torch.tensor(math.log(0.25)))
         else:
             self.point_head = nn.Sequential(nn.Linear(W, W), nn.GELU(),
                                             nn.Linear(W, 3 if cfg.head == "displacement" else 7))
@@ -192,6 +196,9 @@ class Decoder(nn.Module):
             pooled = (onehot.transpose(1, 2) @ feats) / onehot.sum(1)[..., None].clamp_min(1.0)
             feats = feats + self.group_proj(onehot @ pooled)
         logits = _up(self.skin_head(feats))
+        if self.cfg.anchor_prior:
+            d2 = ((_up(query)[..., None, :] - self.anchors.to(logits.dtype)) ** 2).sum(-1)  # (B, P, K)
+            logits = logits - d2 * torch.exp(-2.0 * self.anchor_log_width).to(logits.dtype)
         return torch.softmax(logits / self.cfg.skin_temperature, dim=-1)
 
     @staticmethod
