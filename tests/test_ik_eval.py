@@ -76,6 +76,15 @@ def test_eval_ik_end_to_end(tiny_dataset, tiny_checkpoint, tmp_path, capsys):
     # the held-out category is unseen, so its pools fall back to same-kind training data (and say so)
     assert "use all training sequences of kind 'articulated'" in text
     assert "held-out instances" in capsys.readouterr().out
+    # resume: every target is already in the rows file, nothing is recomputed, the table is the same
+    assert main(["eval", "ik", "--data", str(tiny_dataset), "--checkpoint", str(tiny_checkpoint), "--max-targets",
+                 "2", "--frames-per-seq", "1", "--rows", str(rows), "--out", str(tmp_path / "again.md")]) == 0
+    assert len(rows.read_text().splitlines()) == len(recs)
+    # render only, from saved rows
+    assert main(["eval", "ik", "--from-rows", str(rows), "--out", str(tmp_path / "rendered.md")]) == 0
+    rendered = (tmp_path / "rendered.md").read_text()
+    table = [ln for ln in text.splitlines() if ln.startswith("| oracle")]
+    assert table and all(ln in rendered for ln in table)
 
 
 def test_eval_ik_bad_inputs(tmp_path, tiny_checkpoint):
