@@ -57,8 +57,9 @@ def test_eval_ik_end_to_end(tiny_dataset, tiny_checkpoint, tmp_path, capsys):
     code = main(["eval", "ik", "--data", str(tiny_dataset), "--checkpoint", str(tiny_checkpoint),
                  "--max-targets", "2", "--frames-per-seq", "1", "--metric-samples", "500", "--iou-points",
                  "2000", "--pool-size", "8", "--ik-steps", "4", "--ablation", f"tiny_copy={tiny_checkpoint}", "--out", str(out),
-                 "--rows", str(rows)])
+                 "--rows", str(rows), "--spectrum", str(tmp_path / "spec.png")])
     assert code == 0
+    assert (tmp_path / "spec.png").read_bytes()[:4] == b"\x89PNG"
     text = out.read_text()
     assert "held-out instances" in text and "held-out categories" in text
     assert "kinemesh eval ik" in text and "0.764" in text

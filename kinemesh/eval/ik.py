@@ -67,6 +67,8 @@ def add_arguments(p) -> None:
     p.add_argument("--iou-points", type=int, default=20000, help="query points for volumetric IoU (watertight)")
     p.add_argument("--iou-voxels", type=int, default=32,
                    help="voxel grid resolution of IoU for meshes that are not watertight (real objects, cloth)")
+    p.add_argument("--spectrum", default=None,
+                   help="PNG of the active-subspace eigen-spectrum of the first evaluated instance")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rows", default=None,
                    help="per-target rows as JSON lines, rewritten after every target; targets already in it are "
@@ -258,6 +260,7 @@ class Runner:
         self._inst: dict = {}
         self._pool: dict = {}
         self.notes: set[str] = set()
+        self._plotted = False
 
     def _neurok(self, model_name: str, t: EvalTarget, reduced: bool):
         from kinemesh.ik.pipeline import ReductionConfig, neurok_decoder
@@ -269,6 +272,11 @@ class Runner:
             red = ReductionConfig(enabled=reduced, k_q=self.args.k_q, method=self.args.subspace_method)
             t0 = time.perf_counter()
             dec, sub = neurok_decoder(self.models[model_name], t.rest_vertices, t.faces, red, seed=self.args.seed)
+            if sub is not None and getattr(self.args, "spectrum", None) and not self._plotted:
+                sub.plot_spectrum(self.args.spectrum)
+                self._plotted = True
+                self.notes.add(f"eigen-spectrum of {t.name} ({sub.method}, k_q = {sub.k}, "
+                               f"{sub.explained:.3f} explained): {self.args.spectrum}")
             self._inst[key] = (dec, sub, time.perf_counter() - t0)
         return self._inst[key]
 
