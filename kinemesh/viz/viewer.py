@@ -36,7 +36,7 @@ class ViewerConfig:
 
     checkpoint: str | None = None  # model checkpoint folder; None = the default shipped checkpoint
     device: str = "cpu"  # torch device of the model
-    n_points: int = 1024  # surface samples carrying the deformation (fewer = faster interaction)
+    n_points: int = 512  # surface samples carrying the deformation (fewer = faster interaction)
     max_q: int = 8  # at most this many reduced coordinates (sliders)
     subspace_samples: int = 32  # prior samples for the active-subspace estimate
     q_range: float = 3.0  # slider range in prior standard deviations
@@ -95,6 +95,7 @@ class ViewerApp:
     frames : (T, N, 3) float32, the motion loaded for playback (the input sequence, a joint sweep, or the
         last simulated motion); ``frame_index`` is the displayed frame.
     q : (k,) float64 reduced coordinates, or None while no model is loaded.
+    last_rollout : (T, k) float64 q of the last simulation at ``config.sim_fps``, or None.
     model_status : one line describing the kinematic model (shown in the GUI).
     """
 
@@ -386,17 +387,33 @@ class ViewerApp:
         with self._lock:
             system = self._build_system()
             state = dynamics.State(torch.as_tensor(self.q), torch.zeros(len(self.q), dtype=torch.float64))
-            roll = dynamics.simulate(system, state, n_frames=n, fps=cfg.sim_fps, substeps=1, integrator="rk4")
+            q_list, warnings = [state.q.numpy().copy()], []
+            chunk = 2  # simulate a few frames at a time and show the newest pose while the rest is computed
+            while len(q_list) < n:
+                m = min(chunk, n - len(q_list))
+                roll = dynamics.simulate(system, state, n_frames=m + 1, fps=cfg.sim_fps, substeps=1,
+                                         integrator="rk4")
+                q_list += list(roll.q[1:])
+                warnings += roll.warnings
+                state = dynamics.State(torch.as_tensor(roll.q[-1]), torch.as_tensor(roll.qd[-1]),
+                                       float(roll.times[-1]))
+                self.q = np.asarray(roll.q[-1], np.float64)
+                self.vertices = self._decode(self.q)
+                self._notify("mesh")
+                self.status = f"simulating: {(len(q_list) - 1) / cfg.sim_fps:.1f} of {secs:g} s"
+                self._notify("status")
+            q_sim = np.stack(q_list)
             t_sim = np.arange(n) / cfg.sim_fps
             t_play = np.arange(int(np.floor(t_sim[-1] * cfg.play_fps)) + 1) / cfg.play_fps
-            qs = np.stack([np.interp(t_play, t_sim, roll.q[:, j]) for j in range(roll.q.shape[1])], axis=1)
+            qs = np.stack([np.interp(t_play, t_sim, q_sim[:, j]) for j in range(q_sim.shape[1])], axis=1)
             with torch.no_grad():
                 frames = self.reduced.vertices(torch.as_tensor(qs, dtype=self.reduced.mu_cond.dtype))
             frames = frames.detach().cpu().numpy().astype(np.float32)
-            self.last_rollout = roll
+            self.last_rollout = q_sim
             self._play_q = qs
         self._load_motion(frames, cfg.play_fps, "dynamics")
-        self._set_status(f"simulated {secs:g} s in {time.perf_counter() - t0:.1f} s; playing")
+        note = f" ({len(warnings)} step reductions for stability)" if warnings else ""
+        self._set_status(f"simulated {secs:g} s in {time.perf_counter() - t0:.1f} s{note}; playing")
         return frames
 
     def show_q_frame(self, index: int) -> None:
