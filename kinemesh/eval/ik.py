@@ -182,7 +182,10 @@ class TrainingPools:
         """(sequences, how) with how = "category" or "kind" (fallback when the category is unseen)."""
         from kinemesh.data.sequence import KinematicSequence
 
-        ents = [e for e in self.entries if str(e["category"]) == category]
+        def norm(c):  # "Microwave" (PartNet-Mobility) matches "microwave" (synthetic)
+            return str(c).lower().replace(" ", "_")
+
+        ents = [e for e in self.entries if norm(e["category"]) == norm(category)]
         how = "category"
         if not ents:
             ents = [e for e in self.entries if str(e["kind"]) == kind]
