@@ -410,17 +410,18 @@ def render(rows: list[dict], command: str, notes: list[str], header: str = "") -
             lines.append(PAPER)
         lines.append("")
         kinds = sorted({r["kind"] for r in rows if r["group"] == g})
-        if len(kinds) > 1 or True:
-            lines += [f"Per kind ({GROUPS[g]}): Chamfer-L1 / motion explained", "",
-                      "| method | " + " | ".join(f"{k} (n={len({r['target'] for r in rows if r['group'] == g and r['kind'] == k})})" for k in kinds) + " |",
-                      "|---|" + "---|" * len(kinds)]
-            for m in methods:
-                cells = []
-                for k in kinds:
-                    a = agg.get((g, k, m))
-                    cells.append("-" if a is None else f"{_fmt(a['chamfer_l1'])} / {_fmt(100 * a['motion_explained'], 1)}%")
-                lines.append(f"| {method_label(m)} | " + " | ".join(cells) + " |")
-            lines.append("")
+        n_kind = {k: len({r["target"] for r in rows if r["group"] == g and r["kind"] == k}) for k in kinds}
+        lines += [f"Per kind ({GROUPS[g]}): Chamfer-L1 / motion explained", "",
+                  "| method | " + " | ".join(f"{k} (n={n_kind[k]})" for k in kinds) + " |",
+                  "|---|" + "---|" * len(kinds)]
+        for m in methods:
+            cells = []
+            for k in kinds:
+                a = agg.get((g, k, m))
+                cells.append("-" if a is None else
+                             f"{_fmt(a['chamfer_l1'])} / {_fmt(100 * a['motion_explained'], 1)}%")
+            lines.append(f"| {method_label(m)} | " + " | ".join(cells) + " |")
+        lines.append("")
         # headline checks for this group
         if "neurok" in methods and (g, "neurok") in agg and (g, "rest") in agg:
             a, rest = agg[(g, "neurok")], agg[(g, "rest")]
