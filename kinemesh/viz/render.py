@@ -583,7 +583,8 @@ def write_images(images: Iterable[np.ndarray], out_path: str | os.PathLike, fps:
     """Write uint8 images (H, W, 3) atomically as .mp4 (H.264), .gif (looping) or .png (one image or a grid).
 
     ``images`` may be a generator: an .mp4 is encoded as the images arrive (memory stays flat for long
-    videos). A .png of several images is a grid of up to 8 evenly spaced images (4 per row). GIF encoders
+    videos). A .png of several images is a grid of up to 8 evenly spaced images (up to 4 per row, fewer
+    when wide). GIF encoders
     merge identical consecutive frames into one longer frame (same playback timing).
 
     Raises
@@ -608,7 +609,9 @@ def write_images(images: Iterable[np.ndarray], out_path: str | os.PathLike, fps:
                     grid = images[0]
                 else:
                     pick = np.unique(np.linspace(0, len(images) - 1, min(8, len(images))).round().astype(int))
-                    grid = _grid([images[i] for i in pick], cols=min(4, len(pick)))
+                    # up to 4 per row, fewer when the images are wide (several views or tiles)
+                    cols = max(1, min(4, len(pick), 2560 // max(images[0].shape[1], 1)))
+                    grid = _grid([images[i] for i in pick], cols=cols)
                 iio.imwrite(tmp, grid, extension=".png")
             else:
                 iio.imwrite(tmp, np.stack(images), extension=".gif", duration=1000.0 / fps, loop=0)
