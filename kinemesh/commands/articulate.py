@@ -22,6 +22,9 @@ def register(sub) -> None:
     p.add_argument("--up", choices=["y", "z"], default=None, help="up axis of a mesh file (default z; GLB: y)")
     p.add_argument("--no-validity", action="store_true", help="skip the sweep check that picks opening directions")
     p.add_argument("--no-render", action="store_true", help="do not render articulation.png")
+    p.add_argument("--candidates", action="store_true",
+                   help="also write candidates.json: every part's physically valid box candidate motions "
+                        "(GEOPARD self-supervision labels: no collision, no detachment)")
     p.add_argument("--device", default="cpu", help="torch device (cpu|cuda)")
     p.set_defaults(func=run)
 
@@ -87,6 +90,16 @@ def run(args) -> int:
         export.write_json(data, tmp / "articulation.json")
         export.write_urdf(art, tmp)
         export.write_mjcf(art, tmp / "object.xml")
+        if args.candidates:
+            from kinemesh.articulation.validity import label_valid_candidates
+
+            labels = label_valid_candidates(art)
+            export.write_json({name: [{"type": c.type, "axis": [round(float(x), 6) for x in c.axis],
+                                       "origin": [round(float(x), 6) for x in c.origin],
+                                       "limits": [round(float(x), 6) for x in c.limits],
+                                       "collision": round(c.info["collision"], 5), "gap_m": round(c.info["gap"], 5)}
+                                      for c in cands if c.valid] for name, cands in labels.items()},
+                              tmp / "candidates.json")
         if not args.no_render:
             try:
                 export.render_png(art, tmp / "articulation.png")
