@@ -75,7 +75,39 @@ def _built_mesh(name: str):
     raise KeyError(name)
 
 
-def _spec(name: str, vertices, faces, frames: int, fps: float):
+def _articulated_example():
+    """(vertices, faces, part_ids, ArticulatedObject) of the bundled PartNet-style cabinet folder, or None."""
+    folder = EXAMPLES_DIR / "cabinet"
+    if not (folder / "mobility.urdf").is_file():
+        return None
+    from kinemesh.data.partnet import load_articulated
+
+    obj = load_articulated(folder)
+    v, f, ids = obj.merged(None)
+    return v, f, ids, obj
+
+
+def _door_edge_vertex(vertices, part_ids, obj) -> int | None:
+    """The vertex of the first revolute part farthest from its hinge axis (the free edge of a door)."""
+    import numpy as np
+
+    for j in obj.movable_joints:
+        if j.type != "revolute":
+            continue
+        names = [p.name for p in obj.parts if len(p.vertices)]
+        if j.child not in names:
+            continue
+        sel = np.where(np.asarray(part_ids) == [p.name for p in obj.parts].index(j.child))[0]
+        if not len(sel):
+            continue
+        a = np.asarray(j.axis, float) / np.linalg.norm(j.axis)
+        r = vertices[sel] - np.asarray(j.origin, float)
+        dist = np.linalg.norm(r - (r @ a)[:, None] * a, axis=1)
+        return int(sel[np.argmax(dist)])
+    return None
+
+
+def _spec(name: str, vertices, faces, frames: int, fps: float, part_ids=None, obj=None):
     """The action of each example, chosen from the geometry so it works for any mesh of that type."""
     import numpy as np
 
@@ -84,9 +116,11 @@ def _spec(name: str, vertices, faces, frames: int, fps: float):
     v = np.asarray(vertices)
     if name == "cabinet":
         kind = "articulated"
-        front = v[:, 1] <= v[:, 1].min() + 0.02 * np.ptp(v[:, 1])
-        cand = np.where(front)[0]
-        vid = int(cand[np.argmax(v[cand, 0] + 0.1 * v[cand, 2])])  # front, free (right) edge
+        vid = _door_edge_vertex(v, part_ids, obj) if obj is not None else None
+        if vid is None:
+            front = v[:, 1] <= v[:, 1].min() + 0.02 * np.ptp(v[:, 1])
+            cand = np.where(front)[0]
+            vid = int(cand[np.argmax(v[cand, 0] + 0.1 * v[cand, 2])])  # front, right edge
         return SimulationSpec(kind=kind, frames=frames, fps=fps, poke_vertex=vid, impulse=(0.0, -1.0, 0.0),
                               poke_speed=1.5), f"poke at vertex {vid} (1.5 m/s)"
     if name == "toy":
@@ -127,7 +161,12 @@ def run(args) -> int:
     for name in names:
         t0 = time.perf_counter()
         asset = _find_asset(name)
-        if asset is not None:
+        part_ids = obj = None
+        art = _articulated_example() if name == "cabinet" else None
+        if art is not None:
+            vertices, faces, part_ids, obj = art
+            source = str(EXAMPLES_DIR / "cabinet")
+        elif asset is not None:
             from kinemesh.data.loaders import load_mesh
 
             mesh = load_mesh(asset, max_vertices=20000, process=False)
@@ -135,11 +174,15 @@ def run(args) -> int:
         else:
             mesh = _built_mesh(name)
             source = "built with trimesh"
-        vertices = np.asarray(mesh.vertices, dtype=np.float64)
-        faces = np.asarray(mesh.faces, dtype=np.int64)
-        spec, action = _spec(name, vertices, faces, args.frames, args.fps)
-        dec = reduced_decoder(model, vertices, faces, k_q=min(args.k_q, model.latent_dim), n_points=args.points)
-        result = simulate_scene(dec, vertices, faces, spec, progress=False, category=name)
+        if art is None:
+            vertices = np.asarray(mesh.vertices, dtype=np.float64)
+            faces = np.asarray(mesh.faces, dtype=np.int64)
+        vertices = np.asarray(vertices, dtype=np.float64)
+        faces = np.asarray(faces, dtype=np.int64)
+        spec, action = _spec(name, vertices, faces, args.frames, args.fps, part_ids, obj)
+        dec = reduced_decoder(model, vertices, faces, k_q=min(args.k_q, model.latent_dim), n_points=args.points,
+                              part_ids=part_ids)
+        result = simulate_scene(dec, vertices, faces, spec, part_ids=part_ids, progress=False, category=name)
         paths = write_outputs(result, out / f"{name}.glb", None if args.no_video else out / f"{name}.mp4",
                               out / f"{name}.npz", out / f"{name}_energy.png", fps=args.fps, progress=False,
                               title=f"{name}: energy")

@@ -137,6 +137,7 @@ def resolve_checkpoint(checkpoint):
 def reduced_decoder(model, vertices, faces, k_q: int = 8, n_points: int = 1024, seed: int = 0,
                     n_samples: int = 32, part_ids=None):
     """Bind ``model`` to the mesh and reduce it to ``k_q`` active coordinates: a ReducedDecoder."""
+    from kinemesh.dynamics.scene import torch_threads
     from kinemesh.errors import ConfigError
     from kinemesh.reduce import ReducedDecoder, fit
 
@@ -145,7 +146,8 @@ def reduced_decoder(model, vertices, faces, k_q: int = 8, n_points: int = 1024, 
     inst = model.instance(vertices, faces, n_points=n_points, seed=seed, part_ids=part_ids)
     if not 1 <= k_q <= inst.latent_dim:
         raise ConfigError(f"--k-q {k_q}: must be between 1 and the latent dimension {inst.latent_dim}")
-    sub = fit(inst, k_q=k_q, n_samples=n_samples, seed=seed)
+    with torch_threads(1):
+        sub = fit(inst, k_q=k_q, n_samples=n_samples, seed=seed)
     return ReducedDecoder(inst, sub)
 
 

@@ -51,7 +51,7 @@ def stiffness_matrix(system: System, q: torch.Tensor, J: torch.Tensor) -> torch.
     return K
 
 
-def step_midpoint(system: System, state: State, dt: float, tol: float = 1e-8, max_iter: int = 12) -> State:
+def step_midpoint(system: System, state: State, dt: float, tol: float = 1e-6, max_iter: int = 12) -> State:
     """One implicit-midpoint step, solved for qd1 by a simplified Newton iteration.
 
     Residual R(qd1) = qd1 - qd0 - dt qdd(q_m, qd_m) with q_m = q0 + dt (qd0 + qd1) / 4, qd_m = (qd0 + qd1) / 2;
