@@ -243,7 +243,7 @@ def _ik_configs(steps: int | None = None):
         "pca": IKConfig(loss="chamfer", prior_weight=0.01),
         "ffd": IKConfig(loss="chamfer", prior_weight=0.0, n_candidates=1, n_starts=1, adam_steps=100,
                         adam_lr=0.005, lbfgs_steps=30),
-        "oracle": IKConfig(loss="chamfer", prior_weight=0.0, candidate_std=2.0),
+        "oracle": IKConfig(loss="chamfer", prior_weight=0.0, n_candidates=1),  # + uniform joint-value starts
     }
     if steps is not None:  # the oracle has a handful of unknowns: it keeps its settings
         for name, c in cfgs.items():
@@ -332,7 +332,9 @@ class Runner:
                         continue
                     dec = B.ArticulationDecoder(t.rest_vertices, t.faces, t.part_ids, t.part_names, t.joints,
                                                 seed=self.args.seed)
-                    fit = solve(dec, target, self.cfg["oracle"]).vertices
+                    cfg = self.cfg["oracle"]
+                    init = dec.sample_latents(max(cfg.n_candidates - 1, 1), seed=self.args.seed)
+                    fit = solve(dec, target, cfg, init=init).vertices
                 else:
                     raise ConfigError(f"unknown IK method {m!r}")
             except KinemeshError as exc:

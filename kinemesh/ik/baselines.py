@@ -278,6 +278,23 @@ class ArticulationDecoder(_VertexDecoder):
                 mu.append(0.0)
         self.mu_cond = torch.tensor(mu if mu else [0.0], dtype=torch.float32)
 
+    def sample_latents(self, n: int, seed: int = 0) -> torch.Tensor:
+        """n starting latents (n, J) with joint values uniform within the limits (continuous: [-pi, pi]).
+
+        Prior samples around ``mu_cond`` would stay near the rest pose when 0 is a limit (sigmoid saturation).
+        """
+        rng = np.random.default_rng(seed)
+        cols = []
+        for j in self.movable:
+            if j.limits is not None and j.limits[1] - j.limits[0] > 1e-9:
+                fr = rng.uniform(0.02, 0.98, n)
+                cols.append(np.log(fr / (1 - fr)))
+            else:
+                cols.append(rng.uniform(-np.pi, np.pi, n) if j.type != "prismatic" else rng.normal(0, 0.1, n))
+        if not cols:
+            return torch.zeros(n, self.latent_dim)
+        return torch.as_tensor(np.stack(cols, 1), dtype=torch.float32)
+
     def joint_values(self, u: torch.Tensor) -> torch.Tensor:
         """u (B, J) -> joint values (B, J), radians / metres."""
         out = []
