@@ -104,7 +104,12 @@ def test_ik_command(tmp_path, tiny_checkpoint, capsys):
     common = ["--checkpoint", str(tiny_checkpoint), "--steps", "5", "--starts", "1"]
     assert main(["ik", "--rest", str(tmp_path / "rest.obj"), "--target", str(tmp_path / "target.obj"),
                  "--out", str(tmp_path / "fit.obj"), "--normalize-target", "--json", str(tmp_path / "fit.json"),
-                 *common]) == 0
+                 "--save-subspace", str(tmp_path / "sub"), "--spectrum", str(tmp_path / "spec.png"), *common]) == 0
+    from kinemesh.reduce import Subspace
+
+    sub = Subspace.load(tmp_path / "sub")
+    assert sub.latent_dim == 16 and 1 <= sub.k <= 16  # the tiny preset has D = 16
+    assert (tmp_path / "spec.png").stat().st_size > 1000
     out = capsys.readouterr().out
     assert "fit error: Chamfer-L1" in out and "motion explained" in out
     import trimesh

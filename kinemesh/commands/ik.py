@@ -30,6 +30,9 @@ def register(sub) -> None:
     p.add_argument("--steps", type=int, default=80, help="Adam steps before L-BFGS")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default=None, help="also write q, z and the errors as JSON here")
+    p.add_argument("--save-subspace", default=None, metavar="DIR",
+                   help="write the instance's active subspace (subspace.safetensors + subspace.json) here")
+    p.add_argument("--spectrum", default=None, metavar="PNG", help="plot the active-subspace eigen-spectrum here")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.set_defaults(func=run)
 
@@ -65,6 +68,10 @@ def run(args) -> int:
     torch.manual_seed(args.seed)
     red = ReductionConfig(enabled=not args.no_reduction, k_q=args.k_q, method=args.subspace_method)
     decoder, sub = neurok_decoder(model, rest_v, rest_f, red, seed=args.seed)
+    if sub is not None and args.save_subspace:
+        sub.save(args.save_subspace)
+    if sub is not None and args.spectrum:
+        sub.plot_spectrum(args.spectrum)
     cfg = IKConfig(loss=args.loss, n_starts=args.starts, adam_steps=args.steps, rigidity_weight=args.rigidity,
                    fit_similarity=args.normalize_target, seed=args.seed)
     res = solve(decoder, target, cfg)
