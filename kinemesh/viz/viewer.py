@@ -41,13 +41,14 @@ class ViewerConfig:
     subspace_samples: int = 32  # prior samples for the active-subspace estimate
     q_range: float = 3.0  # slider range in prior standard deviations
     sim_seconds: float = 2.0  # duration simulated after letting go of a drag (s)
-    sim_fps: float = 10.0  # integration frames per second (RK4, one step each); kept low because every
-    #                        step needs second derivatives of the decoder, the dominant cost on CPU
+    sim_fps: float = 10.0  # integration frames per second (one step each); kept low because every step
+    #                        needs derivatives of the decoder, the dominant cost on CPU
+    integrator: str = "midpoint"  # implicit midpoint (A-stable: the plausibility barrier is stiff) or rk4
     play_fps: float = 30.0  # playback rate; q is interpolated linearly between simulated frames
-    period: float = 1.0  # oscillation period of the latent elastic term (s); sets the stiffness
-    damping: float = 1.0  # Rayleigh mass damping alpha (1/s)
+    kind: str = "auto"  # articulated | elastic | cloth | auto (kinemesh.dynamics.scene per-kind defaults)
+    stiffness_hz: float | None = None  # latent elastic stiffness as a natural frequency; None = kind default
+    damping: float | None = None  # Rayleigh mass damping alpha (1/s); None = kind default
     gravity: bool = False  # gravity on during dynamics (-9.81 m/s^2 along Z)
-    total_mass: float = 1.0  # object mass in kg, spread evenly over the sampled points
 
 
 def ray_mesh_pick(
@@ -127,7 +128,11 @@ class ViewerApp:
         self.last_rollout = None
         self._play_q = None
         self._system = None
+        self._system_info: dict = {}
+        self.q_rest: np.ndarray | None = None
+        self.rest_offset = np.zeros_like(self.rest_vertices)
         self._handles = None
+        self._drag_hist: list[tuple[float, np.ndarray]] = []  # (time s, q) of recent drag solves
         self._lock = threading.RLock()
         self._listeners: list[Callable[[str], None]] = []
 
@@ -223,17 +228,19 @@ class ViewerApp:
             D = int(inst.latent_dim)
             sub = reduce.fit(inst, k_q=None, n_samples=cfg.subspace_samples, max_k=min(cfg.max_q, D), seed=0)
             self.attach_decoder(reduce.ReducedDecoder(inst, sub), notify=False)
+            rms = self.fit_rest(notify=False)
             where = cfg.checkpoint or "default checkpoint"
             self.model_status = (
                 f"{where}: {sub.k} reduced coordinates of latent dim {D} "
-                f"({100 * sub.explained:.1f}% of the active-subspace trace), "
-                f"ready in {time.perf_counter() - t0:.1f} s"
+                f"({100 * sub.explained:.1f}% of the active-subspace trace); "
+                f"rest fit {1000 * rms:.1f} mm RMS; "
+                f"{self._system_info.get('kind', '?')} dynamics; ready in {time.perf_counter() - t0:.1f} s"
             )
             if not trained:
                 self.model_status = (
                     "UNTRAINED model (no checkpoint found): deformations are arbitrary. " + self.model_status
                 )
-        except Exception as exc:  # noqa: BLE001 - any failure here must degrade to a message, not kill the GUI
+        except Exception as exc:  # noqa: BLE001 - any failure must degrade to a message, not kill the GUI
             self.model_ok = False
             self.model_status = f"kinematic model unavailable: {exc}"
             if isinstance(exc, (KinemeshError, ImportError, OSError)):
@@ -245,11 +252,14 @@ class ViewerApp:
 
     def attach_decoder(self, reduced, status: str | None = None, notify: bool = True) -> None:
         """Use ``reduced`` (q (..., k) -> ``vertices`` (..., N, 3) / ``points`` (..., P, 3), with ``mu_cond``
-        (k,) and ``rest_points``; e.g. a ``kinemesh.reduce.ReducedDecoder``) as the kinematic model."""
+        (k,), ``rest_points`` and ``rest_vertices``; e.g. a ``kinemesh.reduce.ReducedDecoder``) as the
+        kinematic model. q starts at 0 (the prior mean) until :meth:`fit_rest` finds the rest state."""
         k = int(reduced.mu_cond.shape[-1])
         with self._lock:
             self.reduced = reduced
             self.q = np.zeros(k)
+            self.q_rest = np.zeros(k)
+            self.rest_offset = np.zeros_like(self.rest_vertices)
             self.model_ok = True
             self._system = None
             self._handles = None
@@ -257,6 +267,23 @@ class ViewerApp:
             self.model_status = status
         if notify:
             self._notify("model")
+
+    def fit_rest(self, notify: bool = True) -> float:
+        """Build the mechanical system (``kinemesh.dynamics.scene.build_system``: per-kind mass, stiffness,
+        damping, barrier) and solve the rest state q_rest whose decoded shape best matches the input mesh;
+        show q = q_rest. The residual (input minus decoded rest, per vertex) is added to every decoded
+        pose so the mesh starts exactly as loaded (the model supplies the motion). Returns the rest-fit
+        RMS (m).
+        """
+        self._require_model()
+        with self._lock:
+            self._system = None
+            self._build_system()
+            self.q = self.q_rest.copy()
+            self.vertices = self._decode(self.q)
+        if notify:
+            self._notify("mesh")
+        return float(self._system_info.get("rest_fit_rms_m", 0.0))
 
     def _require_model(self) -> None:
         if not self.model_ok or self.reduced is None:
@@ -267,7 +294,7 @@ class ViewerApp:
 
         with torch.no_grad():
             v = self.reduced.vertices(torch.as_tensor(q, dtype=self.reduced.mu_cond.dtype))
-        return v.detach().cpu().numpy().astype(np.float32)
+        return (v.detach().cpu().numpy() + self.rest_offset).astype(np.float32)
 
     def set_q(self, index: int, value: float) -> None:
         """Set reduced coordinate ``index`` to ``value`` (prior standard deviations) and decode the mesh."""
@@ -306,39 +333,31 @@ class ViewerApp:
             raise ConfigError(f"vertex id {vertex_id} out of range 0..{n - 1}")
         with self._lock:
             self.selected_vertex = int(vertex_id)
+            self._drag_hist = []
             self.drag_target = self.vertices[self.selected_vertex].astype(np.float64).copy()
             self._handles = None
         self._set_status(f"selected vertex {vertex_id}; drag the gizmo, then let go to run the dynamics")
 
     def _build_system(self):
-        import torch
-
+        """The dynamics System for the current options (cached), with the dynamics engineer's per-kind
+        defaults; also sets ``q_rest`` and ``rest_offset``."""
         from kinemesh import dynamics
+        from kinemesh.dynamics import scene
 
         cfg = self.config
         if self._system is None:
-            P = int(self.reduced.rest_points.shape[0])
-            k = len(self.q)
-            sys0 = dynamics.System(
-                decoder=self.reduced,
-                point_mass=torch.full((P,), cfg.total_mass / P, dtype=torch.float64),
-                q_rest=torch.zeros(k, dtype=torch.float64),
-            )
-            # Stiffness from the requested period: k = (2 pi / period)^2 * mean diagonal of M at rest.
-            kin = dynamics.kinematics(sys0, torch.zeros(k, dtype=torch.float64))
-            M = dynamics.mass_matrix(sys0, kin.J)
-            m_eff = float(torch.diagonal(M).mean().clamp_min(1e-9))
-            stiffness = (2 * np.pi / cfg.period) ** 2 * m_eff
-            self._system = dynamics.System(
-                decoder=self.reduced,
-                point_mass=sys0.point_mass,
-                q_rest=sys0.q_rest,
-                gravity=torch.tensor([0.0, 0.0, -9.81 if cfg.gravity else 0.0], dtype=torch.float64),
-                stiffness=stiffness,
-                barrier_stiffness=10 * stiffness,
-                damping_mass=cfg.damping,
-                latent_inertia=1e-6 * m_eff,
-            )
+            kind = cfg.kind
+            if kind == "auto" and self.drawable.articulated is not None:
+                kind = "articulated"
+            spec = scene.SimulationSpec(kind=kind, gravity=cfg.gravity, stiffness=cfg.stiffness_hz,
+                                        damping=cfg.damping)
+            with scene.torch_threads(1):
+                system, info = scene.build_system(self.reduced, self.rest_vertices, self.faces, spec)
+            self._system, self._system_info = system, info
+            self.q_rest = system.q_rest.detach().cpu().numpy().astype(np.float64)
+            offset = scene.rest_offset(self.reduced, system.q_rest)
+            self.rest_offset = np.asarray(offset, np.float32).reshape(self.rest_vertices.shape)
+            self.q = self.q if self.q is not None else self.q_rest.copy()
         if self._handles is None and self.selected_vertex is not None:
             self._handles = dynamics.make_handles(self.reduced, [self.selected_vertex])
         return self._system
@@ -357,19 +376,49 @@ class ViewerApp:
         target = np.asarray(target, np.float64).reshape(3)
         with self._lock:
             system = self._build_system()
-            q, rms = dynamics.solve_positions(system, self._handles, target[None],
+            # The solver works on decoded points; the displayed mesh adds the rest offset.
+            goal = target - self.rest_offset[self.selected_vertex]
+            q, rms = dynamics.solve_positions(system, self._handles, goal[None],
                                               q_init=torch.as_tensor(self.q), n_starts=1, iters=iters)
             self.drag_target = target
             self.q = q.detach().cpu().numpy().astype(np.float64)
+            self._drag_hist = (self._drag_hist + [(time.perf_counter(), self.q.copy())])[-8:]
             self.vertices = self._decode(self.q)
         self._notify("mesh")
         return float(rms)
 
-    def release(self, seconds: float | None = None) -> np.ndarray:
-        """Let go: simulate the latent dynamics from the current q at zero velocity, load the motion for
-        playback and return its frames (T, N, 3).
+    def release_velocity(self, window: float = 0.5) -> np.ndarray:
+        """qd (k,) of a flick: the average rate of change of q over the drag solves of the last ``window``
+        seconds (zero for a slow or no drag), its norm capped at 2 prior standard deviations per second so
+        a flick stays within the plausible region."""
+        hist = [(t, q) for t, q in self._drag_hist if time.perf_counter() - t < window]
+        if len(hist) < 2 or self.q is None:
+            return np.zeros(0 if self.q is None else len(self.q))
+        (t0, q0), (t1, q1) = hist[0], hist[-1]
+        qd = (q1 - q0) / max(t1 - t0, 1e-3)
+        norm = float(np.linalg.norm(qd))
+        return qd * (2.0 / norm) if norm > 2.0 else qd
 
-        The system is integrated with RK4 at ``config.sim_fps`` and q is interpolated to ``config.play_fps``
+    def release(self, seconds: float | None = None, flick: bool = True) -> np.ndarray:
+        """See :meth:`_release`; if a flick makes the simulation diverge, it is retried from rest velocity."""
+        from kinemesh.errors import SimulationDivergedError
+
+        if flick and len(self._drag_hist) >= 2:
+            q_before, hist = None if self.q is None else self.q.copy(), list(self._drag_hist)
+            try:
+                return self._release(seconds, flick=True)
+            except SimulationDivergedError as exc:
+                log.warning("flick release diverged (%s); retrying from rest velocity", exc)
+                self.q, self._drag_hist = q_before, hist
+        frames = self._release(seconds, flick=False)
+        return frames
+
+    def _release(self, seconds: float | None = None, flick: bool = True) -> np.ndarray:
+        """Let go: simulate the latent dynamics from the current q, load the motion for playback and return
+        its frames (T, N, 3). The initial velocity is zero, or with ``flick`` the drag's recent velocity
+        (:meth:`release_velocity`), so a quick drag throws a free hinge while a slow one leaves it in place.
+
+        The system is integrated at ``config.sim_fps`` and q is interpolated to ``config.play_fps``
         for playback. Raises SimulationDivergedError if it cannot be made stable.
         """
         import torch
@@ -382,17 +431,19 @@ class ViewerApp:
         if not secs > 0:
             raise ConfigError(f"simulated duration must be positive, got {secs}")
         n = max(int(round(secs * cfg.sim_fps)) + 1, 2)
-        self._set_status(f"simulating {secs:g} s of latent dynamics ({n} RK4 frames) ...")
+        self._set_status(f"simulating {secs:g} s of latent dynamics ({n} frames) ...")
         t0 = time.perf_counter()
         with self._lock:
             system = self._build_system()
-            state = dynamics.State(torch.as_tensor(self.q), torch.zeros(len(self.q), dtype=torch.float64))
+            qd0 = self.release_velocity() if flick else np.zeros(len(self.q))
+            self._drag_hist = []
+            state = dynamics.State(torch.as_tensor(self.q), torch.as_tensor(qd0, dtype=torch.float64))
             q_list, warnings = [state.q.numpy().copy()], []
             chunk = 2  # simulate a few frames at a time and show the newest pose while the rest is computed
             while len(q_list) < n:
                 m = min(chunk, n - len(q_list))
                 roll = dynamics.simulate(system, state, n_frames=m + 1, fps=cfg.sim_fps, substeps=1,
-                                         integrator="rk4")
+                                         integrator=cfg.integrator)
                 q_list += list(roll.q[1:])
                 warnings += roll.warnings
                 state = dynamics.State(torch.as_tensor(roll.q[-1]), torch.as_tensor(roll.qd[-1]),
@@ -621,10 +672,10 @@ class ViewerGUI:
             )
             self._gravity = gui.add_checkbox("Gravity", initial_value=app.config.gravity)
             self._gravity.on_update(lambda _: self._set_dyn(gravity=self._gravity.value))
-            self._period = gui.add_slider(
-                "Period (s)", min=0.2, max=5.0, step=0.1, initial_value=app.config.period
+            self._stiff = gui.add_slider(
+                "Stiffness (Hz)", min=0.0, max=5.0, step=0.1, initial_value=self._default_stiffness()
             )
-            self._period.on_update(lambda _: self._set_dyn(period=self._period.value))
+            self._stiff.on_update(lambda _: self._set_dyn(stiffness_hz=self._stiff.value))
             b = gui.add_button("Let go / run dynamics")
             b.on_click(lambda _: self._run_async(self._release_and_play))
             r = gui.add_button("Reset to rest")
@@ -644,21 +695,41 @@ class ViewerGUI:
                 s = self.server.gui.add_slider(f"q{i + 1}", min=-r, max=r, step=0.05, initial_value=0.0)
                 s.on_update(lambda ev, i=i: self._on_q_slider(i, ev.target.value))
                 self._q_sliders.append(s)
+        self._sync_q_sliders()
 
     def _on_q_slider(self, index: int, value: float) -> None:
         if not self._syncing:  # programmatic slider updates (playback, drags) must not feed back
             self._guard(lambda: self.app.set_q(index, value))
 
+    def _default_stiffness(self) -> float:
+        """The per-kind default stiffness (Hz) of the dynamics engineer's scene builder."""
+        app = self.app
+        if app.config.stiffness_hz is not None:
+            return float(app.config.stiffness_hz)
+        try:
+            from kinemesh.dynamics import scene
+
+            kind = app.config.kind
+            if kind == "auto":
+                kind = "articulated" if app.drawable.articulated is not None else scene.guess_kind(
+                    app.rest_vertices, app.faces)
+            return float(scene.KIND_DEFAULTS[kind]["stiffness"])
+        except Exception:  # noqa: BLE001 - only a slider default
+            return 1.0
+
     def _set_dyn(self, **kw) -> None:
+        """Change a dynamics option; the system is rebuilt on the next drag or release."""
         for k, v in kw.items():
             setattr(self.app.config, k, v)
-        self.app._system = None
+        with self.app._lock:
+            self.app._system = None
+            self.app._handles = None
 
     def _reset(self) -> None:
         app = self.app
         self._set_playing(False)
         if app.model_ok:
-            app.set_q_vector(np.zeros_like(app.q))
+            app.set_q_vector(app.q_rest if app.q_rest is not None else np.zeros_like(app.q))
             self._sync_q_sliders()
         if app.drawable.articulated is not None:
             for n, s in self._joint_sliders.items():
@@ -666,10 +737,14 @@ class ViewerGUI:
         app._load_motion(app.drawable.frames, app.drawable.fps or 30.0, "input")
 
     def _guard(self, fn) -> None:
+        """Run a callback; errors go to the status line (and the log) instead of killing the GUI thread."""
         try:
             fn()
         except KinemeshError as exc:
             self.app._set_status(f"error: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a failing action must not take the viewer down
+            log.exception("viewer action failed")
+            self.app._set_status(f"error: {type(exc).__name__}: {exc}")
 
     def _run_async(self, fn) -> None:
         threading.Thread(target=self._guard, args=(fn,), daemon=True).start()
