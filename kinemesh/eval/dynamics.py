@@ -113,7 +113,10 @@ def ground_truth(scenario: str, index: int, n_frames: int, folder: Path):
 
 # ---------------------------------------------------------------- simulation with the same conditions
 def _conditions(scenario: str, gt, fps: float):
-    """SimulationSpec + initial vertex positions/velocities (for the BC solve) matching the GT set-up."""
+    """(SimulationSpec, initial positions (N, 3) or None, (vertex ids, impulses (h, 3) N s) or None)
+    matching the ground-truth set-up."""
+    import trimesh
+
     from kinemesh.dynamics.scene import SimulationSpec
 
     c = gt.meta.get("conditions", {})
@@ -124,11 +127,18 @@ def _conditions(scenario: str, gt, fps: float):
     if scenario == "beam":
         size = float(np.max(np.ptp(rest, axis=0)))
         tgt, d = np.asarray(c["point"]), np.asarray(c["direction"])
-        # the synth poke: node velocity speed * direction * (1 - dist / (0.25 size)) within 0.25 size
-        w = np.clip(1.0 - np.linalg.norm(rest - tgt, axis=1) / (0.25 * size), 0.0, None)
-        vel = w[:, None] * d[None] * float(c["speed"])
+        # the synth poke: a total impulse spread evenly over the region within 0.4 size of the point
+        ids = np.where(np.linalg.norm(rest - tgt, axis=1) < 0.4 * size)[0]
+        if len(ids) > 256:
+            ids = np.sort(np.random.default_rng(0).choice(ids, 256, replace=False))
+        impulses = np.tile(d * float(c["impulse"]) / len(ids), (len(ids), 1))
+        mat = gt.meta.get("material", {})
+        mass = None
+        if "density" in mat:
+            mass = float(mat["density"]) * abs(float(trimesh.Trimesh(rest, gt.faces, process=False).volume))
         # resting on the floor: gravity is balanced by the support, which the latent model does not have
-        return SimulationSpec(kind="elastic", frames=n, fps=fps, gravity=False), None, vel
+        return (SimulationSpec(kind="elastic", frames=n, fps=fps, gravity=False, mass=mass), None,
+                (ids, impulses))
     pins = tuple(int(i) for i in c.get("pinned_corners", ()))
     return SimulationSpec(kind="cloth", frames=n, fps=fps, gravity=True, pins=pins), None, None
 
@@ -137,26 +147,26 @@ def rollout(decoder, gt, scenario: str, fps: float):
     """Vertices (T, N, 3) of a latent rollout of ``decoder`` with the GT's initial conditions."""
     import torch
 
-    from kinemesh.dynamics.boundary import solve_positions, solve_velocities
+    from kinemesh.dynamics.boundary import impulse_velocity, solve_positions
     from kinemesh.dynamics.integrators import simulate
-    from kinemesh.dynamics.scene import build_system, decode_vertices, rest_offset
+    from kinemesh.dynamics.scene import build_system, decode_vertices, rest_offset, torch_threads
     from kinemesh.dynamics.system import State, make_handles
 
-    spec, x0, v0 = _conditions(scenario, gt, fps)
+    spec, x0, poke = _conditions(scenario, gt, fps)
     rest = gt.rest_vertices.astype(np.float64)
-    system, info = build_system(decoder, rest, gt.faces, spec)
-    rng = np.random.default_rng(0)
-    ids = np.sort(rng.choice(len(rest), size=min(256, len(rest)), replace=False))
-    h = make_handles(decoder, ids)
-    q0 = system.q_rest.clone()
-    if x0 is not None:
-        q0, _ = solve_positions(system, h, x0[ids], q_init=system.q_rest)
-    qd0 = torch.zeros_like(q0)
-    if v0 is not None:
-        qd0, _ = solve_velocities(system, h, q0, v0[ids])
-    roll = simulate(system, State(q0, qd0), gt.n_frames, fps=fps, substeps=spec.substeps)
-    # same rest correction as ``kinemesh simulate``: the motion is added to the exact rest mesh
-    return decode_vertices(decoder, roll.q, rest_offset=rest_offset(decoder, system.q_rest)), roll
+    with torch_threads(1):
+        system, info = build_system(decoder, rest, gt.faces, spec)
+        q0 = system.q_rest.clone()
+        if x0 is not None:
+            ids = np.sort(np.random.default_rng(0).choice(len(rest), size=min(256, len(rest)), replace=False))
+            q0, _ = solve_positions(system, make_handles(decoder, ids), x0[ids], q_init=system.q_rest)
+        qd0 = torch.zeros_like(q0)
+        if poke is not None:
+            qd0 = impulse_velocity(system, make_handles(decoder, poke[0]), q0, poke[1])
+        roll = simulate(system, State(q0, qd0), gt.n_frames, fps=fps, substeps=spec.substeps)
+        # same rest correction as ``kinemesh simulate``: the motion is added to the exact rest mesh
+        frames = decode_vertices(decoder, roll.q, rest_offset=rest_offset(decoder, system.q_rest))
+    return frames, roll
 
 
 def _chamfer_frames(pred, gt, samples: int) -> np.ndarray:
@@ -247,9 +257,10 @@ Command: `{cmd}` ({time.perf_counter() - t_all:.0f} s on 2 CPU cores, no GPU; ch
 Held-out synthetic objects (fresh random instances, generator seeds from {SEED_BASE}, never used for
 training) simulated by MuJoCo 4: **door** = an oven door or chest lid released from 55 % open under gravity
 (rigid, joint damping 0.5); **beam** = a soft beam (flexcomp, linear elastic) poked with an initial velocity
-field, resting on the floor; **cloth** = a towel pinned at two corners, released from horizontal under
+(a short force pulse), resting on the floor; **cloth** = a towel pinned at two corners, released from horizontal under
 gravity. kinemesh gets the same initial conditions through the boundary-condition solve (NeuROK Sec. 5.3):
-vertex positions of the first frame (door), the poke's vertex velocities (beam), the pinned corners and
+vertex positions of the first frame (door), the poke's impulse on the same region and the same mass (beam),
+the pinned corners and
 gravity (cloth; for the beam gravity is off because the floor carries it and the latent model has no contact).
 Both models use k_q = {args.k_q} coordinates, the default stiffness/damping of the object kind (not fitted to
 the ground truth) and the implicit-midpoint integrator; the PCA baseline is a linear subspace of the same
