@@ -38,7 +38,8 @@ def test_simulate_poke_writes_glb_npz_and_energy_plot(tiny):
     from kinemesh.data.sequence import KinematicSequence
 
     d, n = tiny
-    code = main(_base(d) + ["--poke", str(n - 1), "--impulse", "0,-0.5,0", "--out", str(d / "a.glb"),
+    code = main(_base(d) + ["--kind", "articulated", "--poke", str(n - 1), "--impulse", "0,-0.5,0",
+                            "--out", str(d / "a.glb"),
                             "--npz", str(d / "a.npz"), "--plot-energy", str(d / "e.png")])
     assert code == 0
     scene = trimesh.load(d / "a.glb")

@@ -43,8 +43,8 @@ class SimulationSpec:
     """What to simulate. Vectors are (3,) in metres, m/s or N s in the mesh frame (Z up)."""
 
     kind: str = "auto"
-    """articulated | elastic | cloth | auto (guessed from the mesh: open thin sheet -> cloth, several
-    connected components -> articulated, else elastic)."""
+    """articulated | elastic | cloth | auto (guessed from the mesh: open thin sheet -> cloth, three or more
+    sizeable connected components -> articulated, else elastic)."""
     frames: int = 120
     """Output frames, including the first."""
     fps: float = 30.0
@@ -125,9 +125,14 @@ def guess_kind(vertices: np.ndarray, faces: np.ndarray) -> str:
         return "cloth"
     from kinemesh.model.api import connected_components
 
-    labels = connected_components(len(vertices), np.asarray(faces))
+    # merge coincident vertices first (files often split vertices along UV/normal seams)
+    _, inverse = np.unique(np.round(np.asarray(vertices, dtype=np.float64) / (1e-6 * max(ext[2], 1e-12))),
+                           axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    labels = connected_components(int(inverse.max()) + 1, inverse[np.asarray(faces)])
     counts = np.bincount(labels)
-    if (counts >= max(8, 0.02 * len(vertices))).sum() >= 2:
+    # a soft toy can have a separate shell or two; cabinets, ovens, laptops have body + parts + handles
+    if (counts >= max(8, 0.02 * len(vertices))).sum() >= 3:
         return "articulated"
     return "elastic"
 
