@@ -188,8 +188,9 @@ def simulate(system: System, state0: State, n_frames: int, fps: float = 30.0, su
     e0 = energies(system, state)
     qs, vs, ts = [state.q.numpy().copy()], [state.qd.numpy().copy()], [state.t]
     ek, ep, et, sub = [e0["kinetic"]], [e0["potential"]], [e0["total"]], [0]
+    # energy scale: the largest kinetic / potential energy seen so far (or 1 % of m g L as a floor)
     escale = max(abs(e0["total"]), abs(e0["kinetic"]), abs(e0["potential"]),
-                 system.total_mass * 9.81 * 1e-3 * _size(system))
+                 system.total_mass * float(torch.linalg.norm(system.gravity)) * 1e-2 * _size(system), 1e-12)
     warnings: list[str] = []
     n_sub, halvings = int(substeps), 0
     bar = None
@@ -227,6 +228,7 @@ def simulate(system: System, state0: State, n_frames: int, fps: float = 30.0, su
                 log.warning(msg)
                 warnings.append(msg)
         state, e_prev = s, e
+        escale = max(escale, abs(e["kinetic"]), abs(e["potential"]))
         qs.append(s.q.numpy().copy())
         vs.append(s.qd.numpy().copy())
         ts.append(s.t)
