@@ -206,6 +206,12 @@ def _articulation_json(path: Path, mesh: str | os.PathLike | None, max_vertices)
     return base
 
 
+def _sequence_title(path: Path, seq) -> str:
+    """Short caption: file stem, category when it adds something, and the kind."""
+    extra = [c for c in (seq.category,) if c not in ("unknown", path.stem)]
+    return f"{path.stem} ({', '.join(extra + [seq.kind])})"
+
+
 def load_drawable(
     path: str | os.PathLike,
     mesh: str | os.PathLike | None = None,
@@ -279,6 +285,6 @@ def load_drawable(
         axes=axes,
         axis_names=names,
         fps=fps,
-        title=f"{p.name} ({seq.category}, {seq.kind})" if what != "mesh" else p.name,
+        title=_sequence_title(p, seq) if what != "mesh" else p.name,
         sequence=seq,
     )
