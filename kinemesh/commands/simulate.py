@@ -83,7 +83,8 @@ def register(sub) -> None:
     m = p.add_argument_group("model")
     m.add_argument("--k-q", type=int, default=8, help="reduced coordinates k_q (active subspace; default 8)")
     m.add_argument("--points", type=int, default=1024, help="surface points carrying the mass (default 1024)")
-    m.add_argument("--device", default="cpu", help="cpu or cuda")
+    m.add_argument("--device", default="cpu", choices=["cpu"],
+                   help="cpu (the latent dynamics are small dense problems; no GPU path yet)")
     m.add_argument("--seed", type=int, default=0)
     o = p.add_argument_group("outputs")
     o.add_argument("--out", required=True, help="animated GLB to write (morph targets)")
