@@ -21,7 +21,7 @@ def register(sub) -> None:
                    help="the target may be at another scale/position: normalize it and fit a similarity too")
     p.add_argument("--loss", choices=("auto", "chamfer", "vertex"), default="auto",
                    help="data term (auto: vertex L2 when the target shares the rest mesh's topology)")
-    p.add_argument("--k-q", type=int, default=None, help="reduced coordinates (default: 99%% explained, <= 16)")
+    p.add_argument("--k-q", type=int, default=None, help="reduced coordinates (default: 99%% explained, <= 32)")
     p.add_argument("--no-reduction", action="store_true", help="fit the raw latent z (ablation)")
     p.add_argument("--subspace-method", choices=("jacobian", "gradient"), default="jacobian",
                    help="active-subspace matrix: E[J^T J] (default) or the paper's E[grad G grad G^T]")

@@ -453,7 +453,7 @@ PROTOCOL = [
     "otherwise); motion explained = 1 - sum of fit vertex errors / sum of rest-pose vertex errors over the "
     "targets; rigidity = mean change of within-part vertex distances of the fit (fraction of object size, "
     "0 = rigid). s/target = IK wall time per target (model binding and active subspace, once per mesh, excluded).",
-    "- NeuROK: the model bound to the rest mesh, reduced per instance by the active subspace "
+    "- NeuROK: the model bound to the rest mesh, reduced per instance by the active subspace (k_q: 99% of trace(C), at most 32) "
     "(`kinemesh.reduce`), q fitted; 'w/o model reduction' fits the full latent z (D = 128) with the same "
     "harness.",
     "- PCA: principal components (99% variance, <= 32) of up to 200 training deformation fields of the same "
@@ -540,7 +540,7 @@ def run(args) -> int:
     header = (
         f"Checkpoint: {args.checkpoint or 'default (kinemesh/assets/checkpoints/default)'}"
         f"{'' if trained else ' -- UNTRAINED model, numbers are meaningless'}; "
-        f"active subspace: {args.subspace_method}, k_q {'auto (99% explained, <= 16)' if args.k_q is None else args.k_q}. "
+        f"active subspace: {args.subspace_method}, k_q {'auto (99% explained, <= 32)' if args.k_q is None else args.k_q}. "
         "Fits use Chamfer only (no correspondences); metrics after normalizing the rest shape to a unit "
         "longest bbox side. Paper numbers are on PartNet-Mobility with an unspecified normalization (the "
         "anchor row), not directly comparable."

@@ -21,7 +21,7 @@ class ReductionConfig:
     """Fixed number of reduced coordinates; None picks it from ``explained``."""
     explained: float = 0.99
     """Fraction of the trace of C kept when ``k_q`` is None."""
-    max_k: int = 16
+    max_k: int = 32
     """Upper bound on the automatically chosen k_q."""
     method: str = "jacobian"
     """"jacobian" (E[J^T J], default) or "gradient" (the paper's scalar G = ||delta||)."""
