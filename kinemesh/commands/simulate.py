@@ -49,6 +49,9 @@ def add_simulation_arguments(p) -> None:
     g.add_argument("--mass", type=float, default=None, help="total mass in kg (default: density x volume)")
     g.add_argument("--density", type=float, default=None,
                    help="kg/m^3 (cloth kg/m^2); default per kind: 300 / 1000 / 0.3")
+    g.add_argument("--barrier-radius", type=float, default=3.0, metavar="STD",
+                   help="soft barrier on each reduced coordinate beyond this many prior standard deviations "
+                        "(default 3; raise it for a checkpoint whose prior is narrower than the states it decodes)")
     g.add_argument("--pin", type=_ids, default=(), metavar="IDS", help="vertex ids held in place, e.g. 0,5,9")
     t = p.add_argument_group("integration")
     t.add_argument("--frames", type=int, default=120, help="output frames (default 120)")
@@ -76,6 +79,8 @@ def register(sub) -> None:
                    help="drag: seconds of frames showing the drag before the release (default 0.5)")
     a.add_argument("--poke", type=int, default=None, metavar="ID", help="vertex receiving an impulse at t = 0")
     a.add_argument("--impulse", type=_triple, default=None, metavar="X,Y,Z", help="poke impulse (N s)")
+    a.add_argument("--poke-speed", type=float, default=None, metavar="M/S",
+                   help="rescale the poke impulse so the poked vertex starts at this speed")
     a.add_argument("--velocity", type=_triple, default=None, metavar="VX,VY,VZ",
                    help="initial velocity (m/s) of --vertex (or of the whole object)")
     a.add_argument("--wind", type=_triple, default=None, metavar="X,Y,Z", help="wind velocity (m/s)")
@@ -116,8 +121,9 @@ def spec_from_args(args):
         gravity=args.gravity, stiffness=args.stiffness, damping=args.damping, density=args.density,
         mass=args.mass, pins=tuple(args.pin or ()), drag_vertex=drag_vertex, drag_to=drag_to, hold=args.hold,
         lead_in=args.lead_in, poke_vertex=args.poke, impulse=args.impulse, velocity=args.velocity,
+        poke_speed=args.poke_speed,
         velocity_vertices=vertices if args.velocity is not None and args.action != "drag" else (),
-        wind=args.wind, seed=args.seed)
+        wind=args.wind, seed=args.seed, barrier_radius=getattr(args, "barrier_radius", 3.0))
 
 
 def resolve_checkpoint(checkpoint):

@@ -32,6 +32,8 @@ def add_arguments(p) -> None:
     p.add_argument("--frames", type=int, default=24, help="ground-truth frames per rollout (default 24)")
     p.add_argument("--k-q", type=int, default=8, help="reduced coordinates of both models (default 8)")
     p.add_argument("--points", type=int, default=512)
+    p.add_argument("--barrier-radius", type=float, default=3.0, metavar="STD",
+                   help="soft barrier radius in prior std for both models (default 3)")
     p.add_argument("--samples", type=int, default=2000, help="surface samples per Chamfer evaluation")
     p.add_argument("--out", default="docs/results/dynamics.md", help="markdown table to write")
 
@@ -143,7 +145,7 @@ def _conditions(scenario: str, gt, fps: float):
     return SimulationSpec(kind="cloth", frames=n, fps=fps, gravity=True, pins=pins), None, None
 
 
-def rollout(decoder, gt, scenario: str, fps: float):
+def rollout(decoder, gt, scenario: str, fps: float, barrier_radius: float = 3.0):
     """Vertices (T, N, 3) of a latent rollout of ``decoder`` with the GT's initial conditions."""
     import torch
 
@@ -153,6 +155,7 @@ def rollout(decoder, gt, scenario: str, fps: float):
     from kinemesh.dynamics.system import State, make_handles
 
     spec, x0, poke = _conditions(scenario, gt, fps)
+    spec.barrier_radius = float(barrier_radius)
     rest = gt.rest_vertices.astype(np.float64)
     with torch_threads(1):
         system, info = build_system(decoder, rest, gt.faces, spec)
@@ -211,7 +214,7 @@ def run(args) -> int:
         res = {"scenario": scenario, "object": f"{gt.meta['category']} #{i}", "vertices": len(rest)}
         t0 = time.perf_counter()
         try:
-            pred, roll = rollout(dec, gt, scenario, fps)
+            pred, roll = rollout(dec, gt, scenario, fps, args.barrier_radius)
             res["kinemesh"] = _chamfer_frames(pred, gt, args.samples)
         except Exception as exc:  # a diverged rollout is a result, not a crash of the benchmark
             log.warning("%s %d: kinemesh rollout failed: %s", scenario, i, exc)
@@ -219,7 +222,7 @@ def run(args) -> int:
         res["kinemesh_s"] = time.perf_counter() - t0
         lin = LinearDecoder(dec, k=dec.latent_dim, n_samples=128)
         try:
-            pred_lin, _ = rollout(lin, gt, scenario, fps)
+            pred_lin, _ = rollout(lin, gt, scenario, fps, args.barrier_radius)
             res["pca"] = _chamfer_frames(pred_lin, gt, args.samples)
         except Exception as exc:
             log.warning("%s %d: PCA rollout failed: %s", scenario, i, exc)
@@ -247,7 +250,8 @@ def run(args) -> int:
     print(table)
     cmd = "kinemesh eval dynamics " + " ".join(
         f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()
-        if k in ("data", "checkpoint", "per_scenario", "scenarios", "frames", "k_q", "points", "samples")
+        if k in ("data", "checkpoint", "per_scenario", "scenarios", "frames", "k_q", "points", "samples",
+                 "barrier_radius")
         and v is not None)
     ck_info = json.dumps(getattr(model, "info", {}), default=str)[:300]
     doc = f"""# Dynamics vs MuJoCo ground truth
@@ -262,7 +266,7 @@ gravity. kinemesh gets the same initial conditions through the boundary-conditio
 vertex positions of the first frame (door), the poke's impulse on the same region and the same mass (beam),
 the pinned corners and
 gravity (cloth; for the beam gravity is off because the floor carries it and the latent model has no contact).
-Both models use k_q = {args.k_q} coordinates, the default stiffness/damping of the object kind (not fitted to
+Both models use k_q = {args.k_q} coordinates, a soft barrier beyond {args.barrier_radius:g} prior std, the default stiffness/damping of the object kind (not fitted to
 the ground truth) and the implicit-midpoint integrator; the PCA baseline is a linear subspace of the same
 instance's decoded prior samples. Metric: Chamfer-L1 (point-to-triangle, both directions x0.5, rest shape
 normalised to a unit bounding box), mean over the {args.frames} frames of the rollout (lower is better).
