@@ -184,7 +184,7 @@ def _runaway(system: System, state: State, limit: float) -> bool:
 
 def simulate(system: System, state0: State, n_frames: int, fps: float = 30.0, substeps: int = 2,
              integrator: str = "midpoint", max_halvings: int = 6, runaway_std: float | None = None,
-             energy_check: bool = True, progress: bool = False, max_dq: float = 1.0) -> Rollout:
+             energy_check: bool = True, progress: bool = False, max_dq: float = 0.25) -> Rollout:
     """Roll out ``n_frames`` frames (the first is ``state0``) at ``fps`` with ``substeps`` steps per frame.
 
     Stability guard: when a step is rejected (implicit solve not converging, non-finite or runaway state, or -
