@@ -184,14 +184,16 @@ def _runaway(system: System, state: State, limit: float) -> bool:
 
 def simulate(system: System, state0: State, n_frames: int, fps: float = 30.0, substeps: int = 2,
              integrator: str = "midpoint", max_halvings: int = 6, runaway_std: float | None = None,
-             energy_check: bool = True, progress: bool = False, max_dq: float = 0.25) -> Rollout:
+             energy_check: bool = True, progress: bool = False, max_dq: float = 0.25,
+             max_substeps: int = 512) -> Rollout:
     """Roll out ``n_frames`` frames (the first is ``state0``) at ``fps`` with ``substeps`` steps per frame.
 
     Stability guard: when a step is rejected (implicit solve not converging, non-finite or runaway state, or -
     for a system without external forces, where damping can only remove energy - total energy growing by more
     than 5 % of its scale within a frame),
     the frame is recomputed with twice as many substeps and a warning is logged; the smaller step is kept for
-    the following frames. After ``max_halvings`` reductions a SimulationDivergedError is raised, so no NaN or
+    the following frames. After ``max_halvings`` reductions (or beyond ``max_substeps`` per frame) a
+    SimulationDivergedError is raised, so no NaN or
     exploded frame is ever returned.
 
     Latent CFL condition: each frame uses enough substeps that no coordinate moves more than ``max_dq``
@@ -232,7 +234,7 @@ def simulate(system: System, state0: State, n_frames: int, fps: float = 30.0, su
     e_prev = e0
     for i in range(1, n_frames):
         speed = float(state.qd.abs().max())
-        n_sub = max(n_guard, min(int(math.ceil(speed * frame_dt / max_dq)), int(substeps) * 2 ** max_halvings))
+        n_sub = max(n_guard, min(int(math.ceil(speed * frame_dt / max_dq)), max_substeps))
         while True:
             try:
                 s = state
@@ -249,7 +251,7 @@ def simulate(system: System, state0: State, n_frames: int, fps: float = 30.0, su
                 break
             except StepRejected as exc:
                 halvings += 1
-                if halvings > max_halvings:
+                if halvings > max_halvings or 2 * n_sub > max_substeps:
                     if bar is not None:
                         bar.close()
                     raise SimulationDivergedError(

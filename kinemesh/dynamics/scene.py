@@ -244,6 +244,16 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
     return system, info
 
 
+def stiffen_barrier(system: System, state: State, depth: float = 0.5) -> None:
+    """Raise the barrier stiffness so the state's total energy (kinetic plus any potential released later is
+    bounded by the initial total here) is absorbed within ``depth`` std of penetration: k_b depth^3 / 3 >= 2 E."""
+    from kinemesh.dynamics.eom import energies
+
+    e = energies(system, state)
+    need = 6.0 * max(e["kinetic"], e["total"], 0.0) / depth ** 3
+    system.barrier_stiffness = max(system.barrier_stiffness, need)
+
+
 def initial_conditions(system: System, spec: SimulationSpec, info: dict | None = None) -> tuple[State, np.ndarray]:
     """(initial State, lead-in q (L, k)) from the action in ``spec`` (boundary conditions, Sec. 5.3).
 
@@ -369,6 +379,7 @@ def run(decoder, vertices: np.ndarray, faces: np.ndarray, spec: SimulationSpec, 
         t0 = time.perf_counter()
         system, info = build_system(decoder, vertices, faces, spec, derivatives=derivatives)
         state0, lead = initial_conditions(system, spec, info)
+        stiffen_barrier(system, state0)
         lead = lead[: max(0, spec.frames - 1)]
         n_dyn = spec.frames - len(lead)
         t1 = time.perf_counter()

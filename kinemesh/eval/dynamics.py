@@ -151,7 +151,7 @@ def rollout(decoder, gt, scenario: str, fps: float, barrier_radius: float = 3.0)
 
     from kinemesh.dynamics.boundary import impulse_velocity, solve_positions
     from kinemesh.dynamics.integrators import simulate
-    from kinemesh.dynamics.scene import build_system, decode_vertices, rest_offset, torch_threads
+    from kinemesh.dynamics.scene import build_system, decode_vertices, rest_offset, stiffen_barrier, torch_threads
     from kinemesh.dynamics.system import State, make_handles
 
     spec, x0, poke = _conditions(scenario, gt, fps)
@@ -166,6 +166,7 @@ def rollout(decoder, gt, scenario: str, fps: float, barrier_radius: float = 3.0)
         qd0 = torch.zeros_like(q0)
         if poke is not None:
             qd0 = impulse_velocity(system, make_handles(decoder, poke[0]), q0, poke[1])
+        stiffen_barrier(system, State(q0, qd0))
         roll = simulate(system, State(q0, qd0), gt.n_frames, fps=fps, substeps=spec.substeps)
         # same rest correction as ``kinemesh simulate``: the motion is added to the exact rest mesh
         frames = decode_vertices(decoder, roll.q, rest_offset=rest_offset(decoder, system.q_rest))
