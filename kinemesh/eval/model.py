@@ -102,8 +102,8 @@ def evaluate(model, entries: list[dict], frames: int = 4, samples: int = 8, n_po
         if seq.kind in FREE_BODY_KINDS:  # shape change only, as in training (whole-body flight removed)
             frames_all = np.stack([remove_rigid_motion(rest, f) for f in frames_all])
         size = float((rest.max(0) - rest.min(0)).max())
-        inst = model.instance(rest, faces, n_points=n_points, seed=seed,
-                              part_ids=seq.part_ids if seq.kind == "articulated" else None)
+        # as a user would call it: no part labels, vertices follow points of their connected component
+        inst = model.instance(rest, faces, n_points=n_points, seed=seed)
         row = {"path": str(e.get("path", e["_path"])), "kind": seq.kind, "category": seq.category, "size_m": size}
         # posterior reconstruction of the frames that move most (known correspondences)
         motion = np.linalg.norm(frames_all - rest[None], axis=-1).mean(-1)
