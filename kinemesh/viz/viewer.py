@@ -41,8 +41,9 @@ class ViewerConfig:
     subspace_samples: int = 32  # prior samples for the active-subspace estimate
     q_range: float = 3.0  # slider range in prior standard deviations
     sim_seconds: float = 2.0  # duration simulated after letting go of a drag (s)
-    sim_fps: float = 10.0  # integration frames per second (one step each); kept low because every step
-    #                        needs derivatives of the decoder, the dominant cost on CPU
+    sim_fps: float = 15.0  # simulated frames per second; kept low because every step needs derivatives of
+    #                        the decoder, the dominant cost on CPU (playback interpolates to play_fps)
+    substeps: int = 2  # integrator steps per simulated frame (more are taken automatically when unstable)
     integrator: str = "midpoint"  # implicit midpoint (A-stable: the plausibility barrier is stiff) or rk4
     play_fps: float = 30.0  # playback rate; q is interpolated linearly between simulated frames
     kind: str = "auto"  # articulated | elastic | cloth | auto (kinemesh.dynamics.scene per-kind defaults)
@@ -439,11 +440,13 @@ class ViewerApp:
             self._drag_hist = []
             state = dynamics.State(torch.as_tensor(self.q), torch.as_tensor(qd0, dtype=torch.float64))
             q_list, warnings = [state.q.numpy().copy()], []
-            chunk = 2  # simulate a few frames at a time and show the newest pose while the rest is computed
+            chunk = 3  # simulate a few frames at a time and show the newest pose while the rest is computed
+            substeps = int(cfg.substeps)
             while len(q_list) < n:
                 m = min(chunk, n - len(q_list))
-                roll = dynamics.simulate(system, state, n_frames=m + 1, fps=cfg.sim_fps, substeps=1,
+                roll = dynamics.simulate(system, state, n_frames=m + 1, fps=cfg.sim_fps, substeps=substeps,
                                          integrator=cfg.integrator)
+                substeps = max(substeps, int(roll.substeps[-1]))  # keep a step the guard had to reduce
                 q_list += list(roll.q[1:])
                 warnings += roll.warnings
                 state = dynamics.State(torch.as_tensor(roll.q[-1]), torch.as_tensor(roll.qd[-1]),
