@@ -90,6 +90,7 @@ def _bad_inputs(tmp_path):
     (tmp_path / "outside.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
     unknown = make_partnet_folder(tmp_path / "unknown", URDF.replace('type="continuous"', 'type="spherical"'))
     (tmp_path / "corrupt.npz").write_bytes(b"PK\x03\x04 not really a zip")
+    (tmp_path / "empty.jsonl").write_bytes(b"")
     return [
         (tmp_path / "empty.obj", "empty.obj: file is empty"),
         (tmp_path / "nan.ply", "nan.ply: vertex 0 is not finite"),
@@ -99,6 +100,7 @@ def _bad_inputs(tmp_path):
         (unknown, "unknown type 'spherical'"),
         (tmp_path / "corrupt.npz", "corrupt.npz: not a readable .npz"),
         (tmp_path / "missing.npz", "missing.npz: file or folder not found"),
+        (tmp_path / "empty.jsonl", "empty.jsonl:"),
     ]
 
 

@@ -52,6 +52,10 @@ def test_bad_manifest(tmp_path):
         )
         with pytest.raises(UnsafePathError, match="leaves the manifest's folder"):
             read_manifest(tmp_path / "u.jsonl")
+    for content in ("", "\n  \n"):
+        (tmp_path / "e.jsonl").write_text(content)
+        with pytest.raises(InputFileError, match=r"e\.jsonl: manifest is empty"):
+            read_manifest(tmp_path / "e.jsonl")
 
 
 def test_splits_hold_out_categories_and_whole_instances():

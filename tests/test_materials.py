@@ -92,6 +92,25 @@ def test_rules_infer_materials_from_names_and_shape():
     assert out["towel"].material.name == "fabric"
 
 
+def test_rules_match_short_words_only_as_words_and_names_beat_sheet_shape():
+    box = trimesh.creation.box(extents=(0.2, 0.2, 0.2))
+    sheet = _cloth().parts[0]
+
+    def infer(category, *names, vertices=box.vertices, faces=box.faces):
+        parts = [Part(n, vertices, faces, n) for n in names]
+        return {n: pm.material.name for n, pm in infer_materials(parts, category=category).items()}
+
+    # 'cabinet' contains 'bin', 'stapler' contains 'tap', 'cupboard' contains 'cup', 'panel' contains 'pane'
+    assert infer("cabinet", "body", "door_left") == {"body": "wood", "door_left": "wood"}
+    assert set(infer("Stapler", "stapler_body", "lid").values()) == {"hard_plastic"}
+    assert infer("cupboard", "door_panel") == {"door_panel": "wood"}
+    assert infer("TrashCan", "bin_lid", "lamp_arm") == {"bin_lid": "hard_plastic", "lamp_arm": "metal"}
+    # a named rigid part whose mesh is an open flat panel stays rigid; an unnamed sheet becomes fabric
+    assert infer("Bottle", "rotation_lid", vertices=sheet.vertices, faces=sheet.faces) == {
+        "rotation_lid": "hard_plastic"}
+    assert infer("thing", "part_0", vertices=sheet.vertices, faces=sheet.faces) == {"part_0": "fabric"}
+
+
 def test_materials_file_round_trip_and_errors(tmp_path):
     obj = _box_with_lid()
     path = tmp_path / "materials.json"
@@ -183,6 +202,28 @@ def test_wind_pushes_downwind_and_drag_pulls_towards_target():
     drag = simulate(obj, _assign(obj, "wood"), CaseConfig(case="drag", duration=0.6, drag_direction=(0, 1, 0)))
     com = drag.sequence.frames.mean(1)
     assert com[-1, 1] - com[0, 1] > 0.1 and abs(com[-1, 0] - com[0, 0]) < 0.05
+
+
+def test_non_star_shaped_soft_part_runs_on_a_tetrahedral_cage():
+    """Two overlapping spheres (like the bundled soft toy): surface-to-centre tetrahedra would invert, so the
+    part is simulated on a cage that carries the surface; the output keeps the input's vertices."""
+    from kinemesh.materials.physics import build_scene
+
+    a = trimesh.creation.icosphere(subdivisions=1, radius=0.03)
+    b = a.copy()
+    a.apply_translation((-0.025, 0, 0))
+    b.apply_translation((0.025, 0, 0))
+    m = trimesh.util.concatenate([a, b])
+    obj = ArticulatedObject([Part("blob", m.vertices, m.faces, "blob")], [], category="blob", name="blob")
+    assignment = _assign(obj, "rubber")
+    assert "cage" in build_scene(obj, assignment, CaseConfig(case="drop"))[2]
+    assert "cage" not in build_scene(_ball(), _assign(_ball(), "rubber"), CaseConfig(case="drop"))[2]
+    drop = simulate(obj, assignment, CaseConfig(case="drop", duration=0.4, height=0.1))
+    assert drop.sequence.frames.shape[1] == len(m.vertices)
+    assert drop.sequence.frames[-1, :, 2].min() < 0.02  # it fell onto the floor
+    drag = simulate(obj, assignment, CaseConfig(case="drag", duration=0.4, drag_direction=(0, 1, 0)))
+    com = drag.sequence.frames.mean(1)
+    assert com[-1, 1] - com[0, 1] > 0.02
 
 
 def test_divergence_is_retried_with_smaller_steps_then_reported_and_nothing_written(tmp_path, capsys,

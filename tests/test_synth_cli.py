@@ -82,7 +82,8 @@ def test_synth_is_deterministic_for_a_seed(tmp_path):
         "--no-progress",
     ]
     assert main(args + ["--out", str(tmp_path / "a")]) == 0
-    assert main(args + ["--out", str(tmp_path / "b")]) == 0
+    # the process pool gives the same files as one worker (each item's seed depends on the item only)
+    assert main(args + ["--out", str(tmp_path / "b"), "--workers", "2"]) == 0
     fa = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*.npz"))
     fb = sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*.npz"))
     assert fa == fb and len(fa) == 3
@@ -95,6 +96,25 @@ def test_synth_is_deterministic_for_a_seed(tmp_path):
 def test_synth_rejects_unknown_kind(tmp_path, capsys):
     assert main(["synth", "--kinds", "gas", "--out", str(tmp_path / "x"), "--no-progress"]) == 1
     assert "unknown kind" in capsys.readouterr().err
+
+
+def test_synth_rejects_bad_names_and_fractions_before_generating(tmp_path, capsys):
+    base = ["synth", "--kinds", "articulated", "--per-category", "1", "--workers", "1", "--no-progress"]
+    out = tmp_path / "x"
+    cases = [
+        (["--categories", "laptop,cabnet"], "--categories: unknown ['cabnet']"),
+        (["--categories", "towel"], "--categories: unknown ['towel'] for kinds articulated"),
+        (
+            ["--categories", "laptop", "--holdout-categories", "lptop"],
+            "--holdout-categories: unknown ['lptop']",
+        ),
+        (["--categories", "laptop", "--instance-fraction", "2"], "--instance-fraction must be in [0, 1)"),
+    ]
+    for extra, needle in cases:
+        assert main(base + extra + ["--out", str(out)]) == 1, extra
+        err = capsys.readouterr().err.strip()
+        assert needle in err and "\n" not in err, (needle, err)
+        assert not out.exists(), extra  # nothing generated, no folder created
 
 
 def test_synth_simulates_a_users_mesh_and_rejects_open_ones(tmp_path, capsys):

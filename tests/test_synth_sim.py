@@ -10,7 +10,7 @@ from kinemesh.errors import SimulationDivergedError
 from kinemesh.synth.articulated_motion import dynamic_sequence, kinematic_sequence
 from kinemesh.synth.categories import build
 from kinemesh.synth.cloth import grid_sheet, max_edge_stretch, simulate_cloth
-from kinemesh.synth.elastic import simulate_elastic
+from kinemesh.synth.elastic import ACTIONS, SHAPES, simulate_elastic
 from kinemesh.synth.flexsim import FlexRun, fmt, simulate_flex
 from kinemesh.synth.tetra import build_cage
 
@@ -22,9 +22,14 @@ def _moving(seq, min_motion: float) -> float:
     return motion
 
 
-@pytest.mark.parametrize("category", ["cabinet", "chest", "chest_of_drawers", "desk_lamp"])
+@pytest.mark.parametrize("category", ["cabinet", "chest", "chest_of_drawers", "desk_lamp", "assembly"])
 def test_dynamic_articulated_moves_within_limits(category):
-    obj = build(category, np.random.default_rng(3), check=False)
+    if category == "assembly":
+        from kinemesh.synth.assemblies import random_assembly
+
+        obj = random_assembly(np.random.default_rng(3))
+    else:
+        obj = build(category, np.random.default_rng(3), check=False)
     seq = dynamic_sequence(obj, np.random.default_rng(4), duration=1.0, n_frames=10).validate()
     _moving(seq, 0.01)
     assert seq.meta["motion"] == "dynamic" and "conditions" in seq.meta
@@ -78,6 +83,16 @@ def test_elastic_drop_is_finite_and_moving():
     assert seq.frames[:, :, 2].min() > -0.02  # the floor stops it
 
 
+@pytest.mark.parametrize("shape,action", [(s, a) for s in SHAPES for a in ACTIONS[s]])
+def test_every_elastic_shape_and_action_is_finite_and_moving(shape, action):
+    seq = simulate_elastic(
+        shape, np.random.default_rng(0), action=action, duration=0.3, n_frames=4, resolution=4
+    ).validate()
+    _moving(seq, 1e-3)
+    assert seq.meta["conditions"]["action"] == action
+    assert {"young", "poisson", "damping"} <= set(seq.meta["material"])
+
+
 def test_stiff_soft_body_keeps_its_volume():
     """A stiff (E = 1 MPa), nearly incompressible (nu = 0.45) blob poked on the floor keeps its enclosed
     volume within 3%."""
@@ -106,7 +121,7 @@ def test_pinned_stem_bends_in_wind_but_base_stays():
     _moving(seq, 0.005)
 
 
-@pytest.mark.parametrize("scene", ["flag", "tablecloth", "towel"])
+@pytest.mark.parametrize("scene", ["flag", "tablecloth", "curtain", "towel"])
 def test_cloth_moves_with_bounded_stretch(scene):
     seq = simulate_cloth(scene, np.random.default_rng(0), resolution=10, duration=0.5, n_frames=6).validate()
     _moving(seq, 0.02)

@@ -258,3 +258,21 @@ def test_cli_render_side_by_side(tmp_path, tiny_sequence, box_mesh):
     frames = iio.imread(gif)
     assert frames.shape[1:] == (32, 96, 3) and frames.shape[0] > tiny_sequence.n_frames  # 72-frame turntable
     assert main(["render", str(seq_path), str(mesh_path), "--out", str(gif), "--views", "2"]) == 1
+
+
+def test_train_command_plots_training_curves(tmp_path, monkeypatch, capsys):
+    """`kinemesh train` writes training_curves.png from its log.csv (training itself is stubbed here)."""
+    import kinemesh.model.train as model_train
+    from kinemesh.cli import main
+
+    def fake_train(config, opts):
+        opts.out.mkdir(parents=True, exist_ok=True)
+        rows = "".join(f"{i},{1 / (i + 1)},{0.1}\n" for i in range(1, 11))
+        (opts.out / "log.csv").write_text("step,loss,kl\n" + rows)
+        return {"step": 10}
+
+    monkeypatch.setattr(model_train, "train", fake_train)
+    out = tmp_path / "run"
+    assert main(["train", "--data", str(tmp_path), "--out", str(out), "--preset", "tiny"]) == 0
+    assert (out / "training_curves.png").is_file()
+    assert "training_curves.png" in capsys.readouterr().out

@@ -42,7 +42,8 @@ def write_manifest(entries: Iterable[dict[str, Any]], path: str | os.PathLike) -
 
 
 def read_manifest(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """Read a JSONL manifest; raise InputFileError naming the file and line of any bad entry.
+    """Read a JSONL manifest; raise InputFileError naming the file and line of any bad entry, or the file
+    when it holds no entries.
 
     ``path`` entries must stay inside the manifest's folder (UnsafePathError otherwise). Any non-empty
     split name is accepted (``assign_splits`` produces those in ``SPLITS``).
@@ -71,6 +72,8 @@ def read_manifest(path: str | os.PathLike) -> list[dict[str, Any]]:
         if os.path.isabs(rel) or not (root / rel).resolve().is_relative_to(root):
             raise UnsafePathError(path, f"line {n}: path {rel!r} leaves the manifest's folder")
         entries.append(e)
+    if not entries:
+        raise InputFileError(path, "manifest is empty (no entries)")
     return entries
 
 

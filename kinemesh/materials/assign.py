@@ -81,14 +81,14 @@ def infer_materials(parts, category: str = "", rules: dict[str, Any] | None = No
         if len(part.vertices) == 0:
             continue
         key = f"{category}/{part.label}/{part.name}"
-        if is_thin_sheet(part.vertices, part.faces):
+        # rules first (a named 'lid' or 'door' is rigid even when its mesh is an open panel), then shape
+        match = next((r for pat, r in compiled if pat.search(key)), None)
+        if match is not None:
+            name, reason = match["material"], f"rule '{match['pattern']}'"
+        elif is_thin_sheet(part.vertices, part.faces):
             name, reason = rules.get("thin_sheet_material", "fabric"), "thin open sheet"
         else:
-            match = next((r for pat, r in compiled if pat.search(key)), None)
-            if match is not None:
-                name, reason = match["material"], f"rule '{match['pattern']}'"
-            else:
-                name, reason = rules.get("default_material", "hard_plastic"), "default"
+            name, reason = rules.get("default_material", "hard_plastic"), "default"
         out[part.name] = PartMaterial(part.name, get_material(name), reason)
     return out
 

@@ -27,6 +27,7 @@ from kinemesh.materials.assign import PartMaterial
 CASES = ("drop", "throw", "tilt", "drag", "wind")
 SOLIMP = "0.99 0.99 0.001"  # constant contact impedance: a linear, mass-independent contact
 GRAVITY = 9.81  # m/s^2
+CAGE_RESOLUTION = 10  # cells along the longest side of the tetrahedral cage of a non-star-shaped soft part
 
 
 @dataclass
@@ -360,10 +361,31 @@ def _flex_scene(part, pm: PartMaterial, behavior: str, R, t, cfg: CaseConfig, fi
         yield_attr = f' yield="{m.yield_stress / m.youngs_modulus:.6g}"' if behavior == "elastoplastic" else ""
         elastic = (f'<elasticity young="{m.youngs_modulus:.6g}" poisson="{min(m.poisson_ratio, 0.49):.4g}" '
                    f'damping="{beta:.6g}"{yield_attr}/>')
-        xml = (f'    <flexcomp name="part" type="mesh" file="part.obj" dim="3" mass="{mass:.6g}" '
-               f'radius="{radius:.4g}" origin="{_fmt(origin)}">\n      {elastic}\n      {contact}\n'
-               f'      <edge equality="false"/>\n    </flexcomp>')
+        if _star_shaped(verts, part.faces, origin, size):
+            xml = (f'    <flexcomp name="part" type="mesh" file="part.obj" dim="3" mass="{mass:.6g}" '
+                   f'radius="{radius:.4g}" origin="{_fmt(origin)}">\n      {elastic}\n      {contact}\n'
+                   f'      <edge equality="false"/>\n    </flexcomp>')
+        else:
+            # tetrahedra from the surface to one interior point would invert (MuJoCo drops them and the
+            # surface no longer matches): simulate a tetrahedral cage and carry the surface on it instead
+            from kinemesh.synth.tetra import build_cage
+
+            cage = build_cage(mesh, resolution=CAGE_RESOLUTION)
+            del files["part.obj"]
+            xml = (f'    <flexcomp name="part" type="direct" dim="3" mass="{mass:.6g}" radius="{radius:.4g}"\n'
+                   f'              point="{_fmt(cage.nodes)}"\n              element="{_fmt(cage.tets)}">\n'
+                   f'      {elastic}\n      {contact}\n      <edge equality="false"/>\n    </flexcomp>')
+            return xml, {"mode": "flex", "parts": [part.name], "rest_world": verts, "cage": cage}
     return xml, {"mode": "flex", "parts": [part.name], "rest_world": verts}
+
+
+def _star_shaped(vertices: np.ndarray, faces: np.ndarray, origin: np.ndarray, size: float) -> bool:
+    """True if every face of the closed, outward-oriented surface sees ``origin`` from its inner side with a
+    margin, i.e. the tetrahedra (face, origin) of ``flexcomp type="mesh" dim="3"`` are all well oriented."""
+    tri = vertices[faces]
+    normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    normal /= np.maximum(np.linalg.norm(normal, axis=1, keepdims=True), 1e-300)
+    return bool((np.einsum("ij,ij->i", normal, tri[:, 0] - origin) > 1e-3 * size).all())
 
 
 # ---------------------------------------------------------------------------------------------- running
@@ -381,18 +403,31 @@ class _Recorder:
                 self.items.append((bid, obj.part(name).vertices))
         else:
             fv = np.asarray(data.flexvert_xpos).copy()
-            rest = layout["rest_world"]
+            self.cage = layout.get("cage")
+            rest = self.cage.nodes if self.cage is not None else layout["rest_world"]
             from scipy.spatial import cKDTree
 
             dist, self.index = cKDTree(fv).query(rest)
             if dist.max() > 1e-4 * max(1.0, layout["size"]):
                 raise SimulationDivergedError("flex vertices do not match the mesh vertices")
-            self.vert_bodies = np.asarray(model.flex_vertbodyid)[self.index]
+            node_bodies = np.asarray(model.flex_vertbodyid)[self.index]
+            if self.cage is None:  # each surface vertex is a flex vertex
+                self.vert_bodies, self.vert_weights = node_bodies[:, None], np.ones((len(rest), 1))
+            else:  # each surface vertex is carried by the 4 nodes of its cage tetrahedron
+                self.vert_bodies = node_bodies[self.cage.tets[self.cage.embed_tet]]
+                self.vert_weights = self.cage.embed_bary
 
     def vertices(self, data) -> np.ndarray:
         if self.mode == "rigid":
             return np.concatenate([data.xpos[b] + v @ data.xmat[b].reshape(3, 3).T for b, v in self.items])
-        return np.asarray(data.flexvert_xpos)[self.index]
+        x = np.asarray(data.flexvert_xpos)[self.index]
+        return x if self.cage is None else self.cage.surface(x)
+
+    def apply_vertex_forces(self, data, forces: np.ndarray, ids=slice(None)) -> None:
+        """Add forces (k, 3) N acting on surface vertices ``ids`` to the flex bodies that carry them."""
+        bodies, weights = self.vert_bodies[ids], self.vert_weights[ids]
+        np.add.at(data.xfrc_applied[:, :3], bodies.ravel(),
+                  (weights[..., None] * np.asarray(forces)[..., None, :]).reshape(-1, 3))
 
 
 def _face_forces(vertices, faces, wind, air_density, cd, two_sided, vertex_velocity=None):
@@ -484,9 +519,7 @@ def _simulate_once(obj, assignment, cfg: CaseConfig, progress: bool) -> PhysicsR
         k_drag = cfg.drag_stiffness or 40.0 * total_mass * GRAVITY
         c_drag = 2.0 * math.sqrt(k_drag * total_mass)
         anchor = rest_world[idx].copy()
-        if flex:
-            drag_body = int(rec.vert_bodies[idx])
-        else:
+        if not flex:
             owner = np.concatenate([np.full(len(v), i) for i, (_, v) in enumerate(rec.items)])[idx]
             drag_body = rec.items[owner][0]
 
@@ -512,7 +545,7 @@ def _simulate_once(obj, assignment, cfg: CaseConfig, progress: bool) -> PhysicsR
                     vel = (x[idx] - prev_x[idx]) / model.opt.timestep
                     force = k_drag * (target - x[idx]) - c_drag * vel
                     if flex:
-                        data.xfrc_applied[drag_body, :3] = force
+                        rec.apply_vertex_forces(data, force[None], [idx])
                     else:
                         mujoco.mj_applyFT(model, data, force, np.zeros(3), x[idx], drag_body, data.qfrc_applied)
                 else:
@@ -525,7 +558,7 @@ def _simulate_once(obj, assignment, cfg: CaseConfig, progress: bool) -> PhysicsR
                         fv = np.zeros_like(x)
                         for c in range(3):
                             np.add.at(fv, faces[:, c], f_face / 3.0)
-                        np.add.at(data.xfrc_applied[:, :3], rec.vert_bodies, fv)
+                        rec.apply_vertex_forces(data, fv)
                     else:
                         owner = np.concatenate([np.full(len(v), i) for i, (_, v) in enumerate(rec.items)])
                         face_owner = owner[faces[:, 0]]

@@ -208,6 +208,28 @@ def _write_assets(obj, folder: Path) -> None:
     write_text(folder.parent / f"{folder.name}.xml", articulated_to_mjcf(obj, MjcfOptions(floor=True)))
 
 
+def _check_category_names(cfg: SynthConfig, user: dict[str, str]) -> None:
+    """ConfigError for a name in ``--categories`` that no selected kind has (a typo would otherwise
+    generate nothing and exit 0) or in ``--holdout-categories`` that no kind has (it would silently hold
+    out nothing)."""
+    from kinemesh.errors import ConfigError
+
+    if cfg.categories:
+        selected = {c for k in cfg.kinds for c in all_categories(k)}
+        if "elastic" in cfg.kinds:
+            selected |= set(user)
+        unknown = [c for c in cfg.categories if c not in selected]
+        if unknown:
+            raise ConfigError(
+                f"--categories: unknown {unknown} for kinds {','.join(cfg.kinds)}; "
+                f"choose from {sorted(selected)}"
+            )
+    known = {c for k in KINDS for c in all_categories(k)} | set(user)
+    unknown = [c for c in cfg.holdout_categories if c not in known and not c.startswith("user_")]
+    if unknown:
+        raise ConfigError(f"--holdout-categories: unknown {unknown}; choose from {sorted(known)}")
+
+
 def generate(cfg: SynthConfig, progress: bool = True) -> dict:
     """Generate the dataset of ``cfg`` with a process pool; write the manifest and a report.
 
@@ -226,13 +248,16 @@ def generate(cfg: SynthConfig, progress: bool = True) -> dict:
             raise ConfigError(f"--kinds: unknown kind {k!r}; choose from {KINDS}")
     if cfg.per_category < 0:
         raise ConfigError(f"--per-category must be >= 0, got {cfg.per_category}")
+    if not 0.0 <= cfg.instance_fraction < 1.0:  # checked up front, not after a long generation run
+        raise ConfigError(f"--instance-fraction must be in [0, 1), got {cfg.instance_fraction}")
+    user = user_mesh_categories(cfg.elastic_meshes)
+    for path in user.values():  # a user's bad mesh is an error up front, not a silently dropped item
+        _user_mesh(path)
+    _check_category_names(cfg, user)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     jobs = make_jobs(cfg)
     workers = cfg.workers or os.cpu_count() or 1
-    user = user_mesh_categories(cfg.elastic_meshes)
-    for path in user.values():  # a user's bad mesh is an error up front, not a silently dropped item
-        _user_mesh(path)
     args = [
         (k, c, i, str(out), cfg.seed, cfg.kinematic_frames, cfg.dynamic_frames, cfg.write_assets, user)
         for k, c, i in jobs
