@@ -1,23 +1,23 @@
 #!/usr/bin/env bash
 # Reproduce the shipped default checkpoint (kinemesh/assets/checkpoints/default/).
 #   1. generate the default synthetic dataset (articulated + elastic + cloth; scripts/make_dataset.sh,
-#      ~5-10 min on 2 cores, resumable),
-#   2. train the cpu-small conditional VAE for a fixed wall-clock budget (default 45 min, 1 torch thread:
-#      on the shared 2-core machine 2 threads were 2-3x slower than 1; resumable: rerun with RESUME=1 to
-#      continue the same run, its steps accumulate),
+#      about 4-12 min on 2 cores, resumable),
+#   2. train the cpu-small conditional VAE for a fixed wall-clock budget (MINUTES, default 50) with NPROC
+#      data-parallel processes (default 2 = one per core, torchrun + gloo; NPROC=1 trains in one process),
+#      resumable: rerun with RESUME=1 to continue the same run, its steps accumulate,
 #   3. copy config.json + model.safetensors (~5 MB) into the package.
-# Total about 55 minutes on the 2-core CPU machine (no GPU). On a GPU machine use e.g.
-#   DEVICE=cuda PRESET=paper MINUTES=600 scripts/make_checkpoint.sh
-# or many GPUs: torchrun --nproc_per_node 8 -m kinemesh train --data data/default --preset paper ...
-# Usage: scripts/make_checkpoint.sh [DATA_DIR] [RUN_DIR]
+# Total about 1 hour on the 2-core CPU machine (no GPU). On a GPU machine use e.g.
+#   DEVICE=cuda PRESET=paper NPROC=8 MINUTES=600 scripts/make_checkpoint.sh
+# Usage: [NPROC=2] [MINUTES=50] [RESUME=1] scripts/make_checkpoint.sh [DATA_DIR] [RUN_DIR]
 set -euo pipefail
 DATA="${1:-data/default}"
 RUN="${2:-runs/default}"
-MINUTES="${MINUTES:-45}"
+MINUTES="${MINUTES:-50}"
 PRESET="${PRESET:-cpu-small}"
 DEVICE="${DEVICE:-cpu}"
 THREADS="${THREADS:-1}"
 SEED="${SEED:-0}"
+NPROC="${NPROC:-2}"
 DEST="kinemesh/assets/checkpoints/default"
 
 if [ ! -f "$DATA/manifest.jsonl" ]; then
@@ -26,8 +26,14 @@ fi
 EXTRA=()
 if [ "${RESUME:-0}" = "1" ]; then EXTRA+=(--resume); fi
 start=$(date +%s)
-kinemesh train --data "$DATA" --preset "$PRESET" --out "$RUN" --minutes "$MINUTES" --device "$DEVICE" \
-  --threads "$THREADS" --seed "$SEED" "${EXTRA[@]}"
+if [ "$NPROC" -gt 1 ]; then
+  # data-parallel: NPROC processes (gloo on CPU, nccl on CUDA), each with its own batch
+  LAUNCH=(torchrun --standalone --nproc_per_node "$NPROC" -m kinemesh.cli)
+else
+  LAUNCH=(kinemesh)
+fi
+"${LAUNCH[@]}" train --data "$DATA" --preset "$PRESET" --out "$RUN" --minutes "$MINUTES" --device "$DEVICE" \
+  --threads "$THREADS" --seed "$SEED" --no-progress "${EXTRA[@]}"
 echo "training took $(( ($(date +%s) - start) / 60 )) min"
 mkdir -p "$DEST"
 cp "$RUN/config.json" "$DEST/config.json"

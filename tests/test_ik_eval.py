@@ -108,7 +108,7 @@ def test_ik_command(tmp_path, tiny_checkpoint, capsys):
     from kinemesh.reduce import Subspace
 
     sub = Subspace.load(tmp_path / "sub")
-    assert sub.latent_dim == 16 and 1 <= sub.k <= 16  # the tiny preset has D = 16 (cap 32 not binding)
+    assert sub.latent_dim == 32 and 1 <= sub.k <= 32  # the tiny preset has D = 4 tokens x 8
     assert (tmp_path / "spec.png").stat().st_size > 1000
     out = capsys.readouterr().out
     assert "fit error: Chamfer-L1" in out and "motion explained" in out

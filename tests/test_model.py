@@ -25,6 +25,8 @@ def _hinged_box():
 def _tiny_model(head="dq_skinning", seed=0) -> KinematicModel:
     cfg = preset("tiny")
     cfg.model.head = head
+    if head != "dq_skinning":  # the region-motion posterior and component pooling need skinning weights
+        cfg.model.component_rigid = cfg.model.posterior_procrustes = False
     torch.manual_seed(seed)
     net = KinematicVAE(cfg.model)
     last = net.decoder.token_head if head == "dq_skinning" else net.decoder.point_head[-1]
@@ -39,7 +41,7 @@ def test_instance_shapes_and_contract(head):
     inst = model.instance(v, f, n_points=128, seed=0)
     assert isinstance(inst, InstanceDecoder)
     D = model.latent_dim
-    assert D == 16 and inst.mu_cond.shape == (D,)
+    assert D == 32 and inst.mu_cond.shape == (D,)
     assert inst.rest_points.shape == (128, 3) and inst.rest_vertices.shape == (len(v), 3)
     z = inst.prior_sample(5, seed=1)
     assert z.shape == (5, D)
@@ -123,8 +125,9 @@ def test_training_forward_loss_finite_and_kl_free_bits():
     assert out["pred_delta"].shape == (3, 64, 3)
     parts = vae_loss(out, delta, kl_weight=0.01, free_bits=0.05)
     assert torch.isfinite(parts["loss"])
-    # zero-initialised head: identity deformation at initialisation
-    assert float(out["pred_delta"].abs().max()) < 1e-5
+    # zero-initialised heads: no deformation in -> identity out at initialisation
+    still = net(pts, torch.zeros_like(delta), sample=False)
+    assert float(still["pred_delta"].abs().max()) < 1e-5
     # free bits: the floored KL term is at least D * free_bits
     assert float(parts["loss"] - parts["recon"]) >= 0.01 * 0.05 * cfg.model.latent_dim - 1e-6
 
@@ -165,3 +168,82 @@ def test_sample_cli_writes_objs_and_contact_sheet(tmp_path):
     # a missing mesh is a one-line user error, nothing written
     assert main(["sample", str(tmp_path / "nope.obj"), "--out", str(tmp_path / "x")]) == 1
     assert not (tmp_path / "x").exists()
+
+
+def _rot(axis, angle):
+    from scipy.spatial.transform import Rotation
+
+    return Rotation.from_rotvec(np.asarray(axis, float) / np.linalg.norm(axis) * angle).as_matrix()
+
+
+def test_region_motion_recovers_planted_rigid_motions_float64():
+    """Weighted Procrustes per token: two regions moved by known rigid motions -> their quaternions and
+    centroid translations, zero residual and the region shares."""
+    from kinemesh.geometry.dualquat import quat_from_matrix
+    from kinemesh.model.network import region_motion
+
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-0.5, 0.5, (1, 60, 3))
+    w = np.zeros((1, 60, 2))
+    w[0, :40, 0] = 1.0
+    w[0, 40:, 1] = 1.0
+    R0, t0 = _rot([0, 0, 1], 0.7), np.array([0.1, -0.2, 0.05])
+    R1, t1 = _rot([1, 1, 0], -0.4), np.array([0.0, 0.3, 0.0])
+    y = x.copy()
+    y[0, :40] = x[0, :40] @ R0.T + t0
+    y[0, 40:] = x[0, 40:] @ R1.T + t1
+    X, Y, W = (torch.tensor(a, dtype=torch.float64) for a in (x, y - x, w))
+    f = region_motion(X, Y, W)[0].numpy()
+    for k, (R, t, sl) in enumerate([(R0, t0, slice(0, 40)), (R1, t1, slice(40, 60))]):
+        q = quat_from_matrix(torch.tensor(R)).numpy()
+        np.testing.assert_allclose(f[k, :4], q - [1, 0, 0, 0], atol=1e-9)
+        c = x[0, sl].mean(0)
+        np.testing.assert_allclose(f[k, 4:7], (c @ R.T + t) - c, atol=1e-9)  # centroid translation
+        assert f[k, 7] < 1e-6  # rigid: no residual
+    np.testing.assert_allclose(f[:, 8], [40 / 60, 20 / 60], atol=1e-12)
+
+
+def test_component_rigid_weights_constant_per_component_and_smooth_on_one_component():
+    v, f = _hinged_box()
+    model = _tiny_model()
+    assert model.net.cfg.component_rigid
+    inst = model.instance(v, f, n_points=256, seed=0)
+    w = inst.skin_weights.detach().numpy()
+    for g in np.unique(inst.point_groups):
+        sel = w[inst.point_groups == g]
+        np.testing.assert_allclose(sel, np.broadcast_to(sel[0], sel.shape), atol=1e-6)
+    import trimesh
+
+    s = trimesh.creation.icosphere(subdivisions=2, radius=0.2)
+    one = model.instance(np.asarray(s.vertices), np.asarray(s.faces), n_points=256, seed=0)
+    spread = one.skin_weights.detach().numpy().std(0).max()
+    assert spread > 1e-3  # a single component keeps per-point weights (it can bend)
+
+
+def test_posterior_and_decoder_direct_paths_reconstruct_rigid_motion_at_initialisation():
+    """The posterior reads each region's rigid motion and the decoder's z_skip inverts it: an untrained
+    model already reconstructs a whole-object rigid motion, so training starts from a working autoencoder."""
+    cfg = preset("tiny")
+    torch.manual_seed(0)
+    net = KinematicVAE(cfg.model).double()
+    rng = np.random.default_rng(1)
+    pts = torch.tensor(rng.uniform(-0.5, 0.5, (2, 100, 3)))
+    R, t = _rot([0.3, 0.2, 1.0], 0.5), np.array([0.05, 0.1, -0.02])
+    moved = pts.numpy() @ R.T + t
+    delta = torch.tensor(moved) - pts
+    out = net(pts, delta, sample=False)
+    err = (out["pred_delta"] - delta).norm(dim=-1).mean() / delta.norm(dim=-1).mean()
+    assert float(err) < 1e-6
+
+
+def test_old_checkpoint_configs_load_without_the_new_options():
+    """A config.json written before component_rigid / posterior_procrustes existed builds the old network."""
+    from kinemesh.model.config import Config
+
+    d = preset("tiny").to_dict()
+    for key in ("component_rigid", "posterior_procrustes"):
+        d["model"].pop(key)
+    cfg = Config.from_dict(d)
+    assert not cfg.model.component_rigid and not cfg.model.posterior_procrustes
+    net = KinematicVAE(cfg.model)
+    assert not hasattr(net.decoder, "z_skip") and not hasattr(net.posterior, "motion_skip")

@@ -9,7 +9,7 @@ def register(sub):
         description="Train the NeuROK-style conditional VAE. Multi-process: "
                     "torchrun --nproc_per_node N -m kinemesh train ... (gloo on CPU, nccl on CUDA).")
     p.add_argument("--data", required=True, help="dataset folder with manifest.jsonl (from `kinemesh synth`)")
-    p.add_argument("--out", required=True, help="run folder (checkpoints, log.csv, tb/)")
+    p.add_argument("--out", required=True, help="run folder (checkpoints, log.csv, training_curves.png, tb/)")
     p.add_argument("--preset", default="cpu-small", help="tiny | cpu-small (default) | paper")
     p.add_argument("--steps", type=int, default=None, help="stop at this total step count")
     p.add_argument("--minutes", type=float, default=None, help="stop after this many minutes of wall clock")
@@ -27,6 +27,9 @@ def register(sub):
     p.add_argument("--no-scale", action="store_true", help="ablation: no random scale")
     p.add_argument("--no-resample", action="store_true", help="ablation: fixed point samples per instance")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                   help="override any config field, e.g. --set model.component_rigid=false "
+                        "--set train.kl_weight=0.02 (VALUE is JSON; repeatable)")
     p.set_defaults(func=run)
 
 
@@ -40,6 +43,8 @@ def run(args) -> int:
     config = preset(args.preset)
     if args.head:
         config.model.head = args.head
+        if args.head != "dq_skinning":  # these read the skinning weights, which only dq_skinning has
+            config.model.component_rigid = config.model.posterior_procrustes = False
     tc = config.train
     if args.bf16:
         tc.bf16 = True
@@ -53,6 +58,8 @@ def run(args) -> int:
     if args.no_scale:
         tc.scale_range = (1.0, 1.0)
     tc.resample_points = not args.no_resample
+    for item in args.set:
+        _override(config, item)
     config.model.__post_init__()
     config.train.__post_init__()
     opts = RunOptions(data=Path(args.data), out=Path(args.out), steps=args.steps, minutes=args.minutes,
@@ -60,4 +67,44 @@ def run(args) -> int:
                       progress=not args.no_progress)
     result = train(config, opts)
     print(json.dumps({k: (round(v, 6) if isinstance(v, float) else v) for k, v in result.items()}))
+    _plot_curves(opts.out)
     return 0
+
+
+def _plot_curves(out) -> None:
+    """Write ``training_curves.png`` beside ``log.csv`` (rank 0 writes the log; a plot failure never fails
+    a finished training run)."""
+    import logging
+    import os
+
+    from kinemesh.errors import KinemeshError
+
+    if int(os.environ.get("RANK", "0")) != 0 or not (out / "log.csv").is_file():
+        return
+    try:
+        from kinemesh.viz.plots import plot_training_curves
+
+        print(f"wrote {plot_training_curves(out / 'training_curves.png', out / 'log.csv')}")
+    except (KinemeshError, OSError, ValueError) as exc:
+        logging.getLogger(__name__).warning("training curves not plotted: %s", exc)
+
+
+def _override(config, item: str) -> None:
+    """Apply one ``section.field=value`` override (value parsed as JSON, else taken as a string)."""
+    import dataclasses
+    import json
+
+    from kinemesh.errors import ConfigError
+
+    key, sep, raw = item.partition("=")
+    section, _, name = key.strip().partition(".")
+    if not sep or section not in ("model", "train") or not name:
+        raise ConfigError(f"--set {item!r}: expected model.FIELD=VALUE or train.FIELD=VALUE")
+    target = getattr(config, section)
+    if name not in {f.name for f in dataclasses.fields(target)}:
+        raise ConfigError(f"--set {item!r}: {section} has no field {name!r}")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = raw
+    setattr(target, name, value)

@@ -148,7 +148,8 @@ class NeuralInstanceDecoder:
         delta = torch.as_tensor((pts - self.rest_points.cpu().double().numpy()) * self.scale, dtype=self.dtype,
                                 device=self.device)
         with torch.no_grad():
-            mean, logvar = self.net.posterior(self._qn[None], delta[None])
+            weights = self._weights if self.cfg.head == "dq_skinning" else None
+            mean, logvar = self.net.posterior(self._qn[None], delta[None], weights)
         return mean[0].to(self.dtype), logvar[0].to(self.dtype)
 
     def _to_metres(self, x: torch.Tensor) -> torch.Tensor:
@@ -164,7 +165,7 @@ class NeuralInstanceDecoder:
         B = zf.shape[0]
         dec = self.net.decoder
         tokens = dec.latent_tokens(zf, self._h.expand(B, -1, -1))
-        return dec.token_transforms(tokens, self._pivots.expand(B, -1, -1)).to(self.dtype)
+        return dec.token_transforms(tokens, self._pivots.expand(B, -1, -1), zf).to(self.dtype)
 
     def _point_out(self, zf: torch.Tensor) -> torch.Tensor:
         B = zf.shape[0]

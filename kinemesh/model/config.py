@@ -46,10 +46,20 @@ class ModelConfig:
     tokens start with distinct spatial regions (faster learning than near-uniform initial weights)."""
     skin_temperature: float = 1.0
     """Divides the skinning-weight logits; lower gives sharper part assignments."""
+    component_rigid: bool = False
+    """dq_skinning: on objects with several connected components (separate parts), every point takes its
+    component's mean skinning weights, so each component moves rigidly by construction; single-component
+    meshes keep per-point weights (elastic, cloth)."""
+    posterior_procrustes: bool = False
+    """dq_skinning: the posterior tokens also read the weighted Procrustes motion (rotation, translation,
+    residual) of each token's skinning region, the quantities the decoder outputs per token."""
 
     def __post_init__(self) -> None:
         if self.head not in HEADS:
             raise ConfigError(f"model.head: unknown head {self.head!r}, expected one of {HEADS}")
+        if self.head != "dq_skinning" and (self.component_rigid or self.posterior_procrustes):
+            raise ConfigError(f"model.component_rigid / model.posterior_procrustes need head 'dq_skinning' "
+                              f"(the skinning weights), got head {self.head!r}")
         if self.width % self.heads:
             raise ConfigError(f"model.width {self.width} is not divisible by model.heads {self.heads}")
         for name in ("width", "heads", "n_tokens", "token_dim", "n_freqs", "mlp_ratio"):
@@ -149,19 +159,21 @@ def preset(name: str) -> Config:
     """A named configuration: ``tiny``, ``cpu-small`` (default) or ``paper``. Raises ConfigError."""
     if name == "tiny":
         return Config(
-            ModelConfig(width=32, heads=2, n_tokens=4, token_dim=4, n_freqs=4, enc_self_layers=1,
-                        dec_self_layers=1, dec_cross_layers=1, mlp_ratio=2),
+            ModelConfig(width=32, heads=2, n_tokens=4, token_dim=8, n_freqs=4, enc_self_layers=1,
+                        dec_self_layers=1, dec_cross_layers=1, mlp_ratio=2, component_rigid=True,
+                        posterior_procrustes=True),
             TrainConfig(batch_size=4, n_points=64, lr=2e-3, warmup_steps=5, val_every=10, val_batches=1,
                         ckpt_every=10, log_every=2),
             preset="tiny",
         )
     if name == "cpu-small":
-        return Config(ModelConfig(), TrainConfig(), preset="cpu-small")
+        return Config(ModelConfig(component_rigid=True, posterior_procrustes=True), TrainConfig(), preset="cpu-small")
     if name == "paper":
         # A paper-sized perceiver VAE (3DShape2VecSet-like widths), for GPUs.
         return Config(
             ModelConfig(width=512, heads=8, n_tokens=64, token_dim=16, n_freqs=8, enc_self_layers=6,
-                        dec_self_layers=6, dec_cross_layers=2, mlp_ratio=4),
+                        dec_self_layers=6, dec_cross_layers=2, mlp_ratio=4, component_rigid=True,
+                        posterior_procrustes=True),
             TrainConfig(batch_size=64, n_points=2048, lr=1e-4, warmup_steps=2000, val_every=2000,
                         ckpt_every=2000, log_every=100, bf16=True),
             preset="paper",
