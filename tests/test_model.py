@@ -247,3 +247,48 @@ def test_old_checkpoint_configs_load_without_the_new_options():
     assert not cfg.model.component_rigid and not cfg.model.posterior_procrustes
     net = KinematicVAE(cfg.model)
     assert not hasattr(net.decoder, "z_skip") and not hasattr(net.posterior, "motion_skip")
+
+
+def test_plausibility_scores_detachment_and_stretch_float64():
+    """A hinge rotation keeps the parts in contact (no penalty); a part flying off and a stretched sheet are
+    penalised; an isometric motion of a single surface costs nothing."""
+    from kinemesh.model.network import plausibility
+
+    rng = np.random.default_rng(0)
+    body = rng.uniform([-0.5, -0.5, -0.02], [0.5, 0.5, 0.0], (200, 3))  # the body's top layer
+    lid = rng.uniform([-0.5, -0.5, 0.01], [0.5, 0.5, 0.03], (100, 3))
+    lid[0] = [-0.5, 0.0, 0.01]  # a point on the hinge line (x = -0.5, z = 0.01), 1 cm above the body
+    pts = np.concatenate([body, lid])[None]
+    groups = torch.tensor(np.r_[np.zeros(200), np.ones(100)][None], dtype=torch.long)
+    R = _rot([0, 1, 0], -0.8)  # open the lid about the hinge line through (-0.5, *, 0.01)
+    hinge = np.array([-0.5, 0.0, 0.01])
+    opened = pts.copy()
+    opened[0, 200:] = (pts[0, 200:] - hinge) @ R.T + hinge
+    flown = pts.copy()
+    flown[0, 200:] += [0.0, 0.0, 0.3]
+    P = lambda a: torch.tensor(a, dtype=torch.float64)  # noqa: E731
+    a_open, _ = plausibility(P(pts), P(opened), groups)
+    a_fly, _ = plausibility(P(pts), P(flown), groups)
+    assert float(a_fly) > 0.05  # 0.3 of the size away: ~0.3^2 for both components
+    assert float(a_open) < 0.01 * float(a_fly)  # the hinge line keeps contact (sparse samples: not exactly 0)
+    sheet = np.stack(np.meshgrid(np.linspace(-0.5, 0.5, 12), np.linspace(-0.5, 0.5, 12)), -1).reshape(-1, 2)
+    sheet = np.c_[sheet, np.zeros(len(sheet))][None]
+    one = torch.zeros(1, sheet.shape[1], dtype=torch.long)
+    _, s_rigid = plausibility(P(sheet), P(sheet @ _rot([1, 2, 3], 0.9).T + 0.2), one)
+    _, s_stretched = plausibility(P(sheet), P(sheet * [1.2, 1.0, 1.0]), one)
+    assert float(s_rigid) < 1e-20
+    assert 0.005 < float(s_stretched) < 0.04  # 20 % stretch along x, less along diagonals
+
+
+def test_training_forward_with_prior_regulariser_is_finite_and_differentiable():
+    cfg = preset("tiny")
+    torch.manual_seed(0)
+    net = KinematicVAE(cfg.model)
+    pts = torch.rand(4, 64, 3) - 0.5
+    groups = torch.tensor([[0] * 32 + [1] * 32, [0] * 64, [0] * 40 + [1] * 24, [0] * 64])
+    out = net(pts, 0.05 * torch.randn(4, 64, 3), groups=groups, prior_reg=True)
+    parts = vae_loss(out, torch.zeros(4, 64, 3), 0.01, 0.05, 1000.0, prior_weight=100.0)
+    assert torch.isfinite(parts["loss"]) and float(parts["prior_reg"]) > 0
+    parts["loss"].backward()
+    grads = [p.grad for p in net.decoder.parameters() if p.grad is not None]
+    assert grads and all(torch.isfinite(g).all() for g in grads)

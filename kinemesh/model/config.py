@@ -94,6 +94,10 @@ class TrainConfig:
     """Scale of the reconstruction term, the mean over points of |delta - delta_pred|^2 in normalised units.
     Eq. 1 sums over the whole deformation vector; a mean keeps the loss independent of ``n_points``, and this
     factor restores the balance against the KL (about a sum over 1000 points; 100 learned clearly slower)."""
+    prior_weight: float = 0.0
+    """Weight of the plausibility of prior samples (``network.plausibility``: touching parts stay in contact,
+    single-component surfaces keep their local distances), evaluated on one sample of N(mu_cond, I) per pair.
+    0 disables it (Eq. 1 as in the paper)."""
     free_bits: float = 0.05
     """KL floor per latent dimension in nats (batch-averaged KL of a dimension below it costs nothing);
     stops posterior collapse."""
@@ -167,7 +171,8 @@ def preset(name: str) -> Config:
             preset="tiny",
         )
     if name == "cpu-small":
-        return Config(ModelConfig(component_rigid=True, posterior_procrustes=True), TrainConfig(), preset="cpu-small")
+        return Config(ModelConfig(component_rigid=True, posterior_procrustes=True), TrainConfig(prior_weight=100.0),
+                      preset="cpu-small")
     if name == "paper":
         # A paper-sized perceiver VAE (3DShape2VecSet-like widths), for GPUs.
         return Config(
@@ -175,7 +180,7 @@ def preset(name: str) -> Config:
                         dec_self_layers=6, dec_cross_layers=2, mlp_ratio=4, component_rigid=True,
                         posterior_procrustes=True),
             TrainConfig(batch_size=64, n_points=2048, lr=1e-4, warmup_steps=2000, val_every=2000,
-                        ckpt_every=2000, log_every=100, bf16=True),
+                        ckpt_every=2000, log_every=100, bf16=True, prior_weight=100.0),
             preset="paper",
         )
     raise ConfigError(f"unknown preset {name!r}, expected one of {PRESETS}")

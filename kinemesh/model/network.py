@@ -337,7 +337,7 @@ class KinematicVAE(nn.Module):
         return self.cfg.latent_dim
 
     def forward(self, points: torch.Tensor, delta: torch.Tensor, sample: bool = True,
-                groups: torch.Tensor | None = None) -> dict:
+                groups: torch.Tensor | None = None, prior_reg: bool = False) -> dict:
         """Training pass. points (B,P,3) on M0, delta (B,P,3) their deformation, normalised coordinates,
         groups (B,P) int connected-component labels of the points (optional).
 
@@ -351,7 +351,59 @@ class KinematicVAE(nn.Module):
         mu_q, logvar_q = _up(mu_q), _up(logvar_q).clamp(-12.0, 6.0)
         z = mu_q + torch.randn_like(mu_q) * torch.exp(0.5 * logvar_q) if sample else mu_q
         pred = self.decoder(z, points, h_cond, weights=weights, groups=groups)
-        return {"pred_delta": pred - _up(points), "mu_q": mu_q, "logvar_q": logvar_q, "mu_p": _up(mu_p)}
+        out = {"pred_delta": pred - _up(points), "mu_q": mu_q, "logvar_q": logvar_q, "mu_p": _up(mu_p)}
+        if prior_reg:
+            # decode one sample of the prior N(mu_cond, I) per pair and score its plausibility (see
+            # ``plausibility``); the prior mean itself is detached so only the decoder learns from it
+            zp = _up(mu_p).detach() + torch.randn_like(mu_q)
+            xp = self.decoder(zp, points, h_cond, weights=weights, groups=groups)
+            out["attach"], out["stretch"] = plausibility(_up(points), xp, groups)
+        return out
+
+
+def plausibility(points: torch.Tensor, moved: torch.Tensor, groups: torch.Tensor | None,
+                 touch: float = 0.03, k: int = 6) -> tuple[torch.Tensor, torch.Tensor]:
+    """How implausible a decoded state is: (detachment, stretch), each a mean of squares (normalised units).
+
+    points (B, P, 3) at M0, moved (B, P, 3) decoded, groups (B, P) connected components.
+    - detachment (objects with several components): a component that touches another at rest (closest
+      point of another component within ``touch``) must still touch one: the squared increase of its smallest
+      gap to any other component. Hinges and slides keep a contact; a part flying off does not.
+    - stretch (single-component objects): squared relative change of the distances to the k nearest points
+      (surface area and edge lengths of soft bodies and cloth change by about 1 % in the data).
+    The prior of Eq. 1 has no such term; it keeps samples of N(mu_cond, I) plausible where the posterior
+    never reaches (the reconstruction term alone leaves the decoder free there).
+    """
+    B, P, _ = points.shape
+    d0 = torch.cdist(points, points)  # (B, P, P)
+    d1 = torch.cdist(moved, moved)
+    zero = points.new_zeros(())
+    if groups is None:
+        groups = torch.zeros(B, P, dtype=torch.long, device=points.device)
+    other = groups[:, :, None] != groups[:, None, :]  # (B, P, P)
+    multi = other.flatten(1).any(-1)  # (B,)
+    attach, stretch = zero, zero
+    if multi.any():
+        big = torch.finfo(points.dtype).max / 4
+        gap0 = torch.where(other, d0, big).amin(-1)  # (B, P) rest distance to the nearest other component
+        gap1 = torch.where(other, d1, big).amin(-1)
+        C = int(groups.max()) + 1
+        oh = torch.nn.functional.one_hot(groups, C).bool()  # (B, P, C)
+        g0 = torch.where(oh, gap0[..., None], big).amin(1)  # (B, C) smallest gap of each component
+        g1 = torch.where(oh, gap1[..., None], big).amin(1)
+        valid = (g0 < touch) & multi[:, None]
+        if valid.any():
+            attach = (torch.relu(g1 - g0)[valid] ** 2).mean()
+    single = ~multi
+    if single.any():
+        d0s, d1s = d0[single], d1[single]
+        knn = d0s.topk(k + 1, dim=-1, largest=False).indices[..., 1:]  # (b, P, k), skip self
+        r0 = torch.gather(d0s, -1, knn)
+        r1 = torch.gather(d1s, -1, knn)
+        # relative change, with the denominator floored at 1 % of the (normalised) object size so that
+        # near-coincident samples cannot dominate
+        stretch = (((r1 - r0) / r0.clamp_min(0.01)) ** 2).mean()
+    return attach, stretch
 
 
 REGION_FEATURES = 9
@@ -400,7 +452,8 @@ def kl_per_dim(mu_q: torch.Tensor, logvar_q: torch.Tensor, mu_p: torch.Tensor) -
     return 0.5 * ((mu_q - mu_p) ** 2 + logvar_q.exp() - 1.0 - logvar_q)
 
 
-def vae_loss(out: dict, delta: torch.Tensor, kl_weight: float, free_bits: float, recon_weight: float = 1.0) -> dict:
+def vae_loss(out: dict, delta: torch.Tensor, kl_weight: float, free_bits: float, recon_weight: float = 1.0,
+             prior_weight: float = 0.0) -> dict:
     """Eq. 1: recon_weight * ||delta - delta_pred||^2 (sum over xyz, mean over points and batch) + lambda * KL.
 
     KL uses free bits: each latent dimension's batch-mean KL is floored at ``free_bits`` nats, so encoding up
@@ -411,7 +464,11 @@ def vae_loss(out: dict, delta: torch.Tensor, kl_weight: float, free_bits: float,
     kl_dim = kl.mean(0)
     kl_fb = torch.clamp(kl_dim, min=free_bits).sum()
     loss = recon_weight * recon + kl_weight * kl_fb
+    prior_reg = out["attach"] + out["stretch"] if "attach" in out else recon.new_zeros(())
+    if prior_weight:
+        loss = loss + prior_weight * prior_reg
     return {
+        "prior_reg": prior_reg.detach(),
         "loss": loss,
         "recon": recon.detach(),
         "kl": kl_dim.sum().detach(),

@@ -33,7 +33,7 @@ from kinemesh.model.data import Augment, PairSampler, read_manifest_entries, sel
 from kinemesh.model.network import KinematicVAE, vae_loss
 
 log = logging.getLogger(__name__)
-LOG_FIELDS = ("step", "samples", "elapsed_s", "lr", "loss", "recon", "rel_recon", "kl", "post_std",
+LOG_FIELDS = ("step", "samples", "elapsed_s", "lr", "loss", "recon", "rel_recon", "kl", "prior_reg", "post_std",
               "active_dims", "samples_per_s")
 
 
@@ -243,10 +243,10 @@ def train(config: Config, opts: RunOptions) -> dict:
         grp_t = torch.from_numpy(grp).to(device)
         if autocast is not None:
             with autocast():
-                outd = model(pts_t, dls_t, groups=grp_t)
+                outd = model(pts_t, dls_t, groups=grp_t, prior_reg=tc.prior_weight > 0)
         else:
-            outd = model(pts_t, dls_t, groups=grp_t)
-        parts = vae_loss(outd, dls_t, tc.kl_weight, tc.free_bits, tc.recon_weight)
+            outd = model(pts_t, dls_t, groups=grp_t, prior_reg=tc.prior_weight > 0)
+        parts = vae_loss(outd, dls_t, tc.kl_weight, tc.free_bits, tc.recon_weight, tc.prior_weight)
         if not torch.isfinite(parts["loss"]):
             raise TrainingCollapsedError(f"step {step}: loss is {float(parts['loss'])}; lower --lr or disable --bf16")
         opt.zero_grad(set_to_none=True)
@@ -257,7 +257,7 @@ def train(config: Config, opts: RunOptions) -> dict:
         state["samples"] += tc.batch_size * world
         samples_log += tc.batch_size * world
         mean_sq = float((dls_t.float() ** 2).sum(-1).mean())
-        for key in ("loss", "recon", "kl", "post_std", "active_dims"):
+        for key in ("loss", "recon", "kl", "prior_reg", "post_std", "active_dims"):
             acc[key] = acc.get(key, 0.0) + float(parts[key].detach())
         acc["rel_recon"] = acc.get("rel_recon", 0.0) + float(parts["recon"]) / max(mean_sq, 1e-12)
         n_acc += 1
@@ -294,12 +294,13 @@ def train(config: Config, opts: RunOptions) -> dict:
             last_val = validate(net, val_sampler, tc, device, seed=1234)
             last_val["step"] = state["step"]
             if rank == 0:
-                _append_csv(out / "val.csv", ("step", "val_recon", "val_rel_recon", "val_kl"), last_val)
+                _append_csv(out / "val.csv", ("step", "val_recon", "val_rel_recon", "val_kl", "val_prior_reg"), last_val)
                 if writer is not None:
-                    for k in ("val_recon", "val_rel_recon", "val_kl"):
+                    for k in ("val_recon", "val_rel_recon", "val_kl", "val_prior_reg"):
                         writer.add_scalar(f"val/{k}", last_val[k], state["step"])
-                log.info("step %d: val recon %.5f (%.3f of motion), KL %.2f", state["step"],
-                         last_val["val_recon"], last_val["val_rel_recon"], last_val["val_kl"])
+                log.info("step %d: val recon %.5f (%.3f of motion), KL %.2f, prior implausibility %.5f",
+                         state["step"], last_val["val_recon"], last_val["val_rel_recon"], last_val["val_kl"],
+                         last_val["val_prior_reg"])
             net.train()
         if state["step"] % tc.ckpt_every == 0:
             save_checkpoint()
@@ -308,7 +309,7 @@ def train(config: Config, opts: RunOptions) -> dict:
         last_val = validate(net, val_sampler, tc, device, seed=1234)
         last_val["step"] = state["step"]
         if rank == 0:
-            _append_csv(out / "val.csv", ("step", "val_recon", "val_rel_recon", "val_kl"), last_val)
+            _append_csv(out / "val.csv", ("step", "val_recon", "val_rel_recon", "val_kl", "val_prior_reg"), last_val)
     save_checkpoint()
     if pbar is not None:
         pbar.close()
@@ -335,17 +336,21 @@ def validate(net: KinematicVAE, sampler: PairSampler, tc, device, seed: int = 12
     |delta|^2), val_kl (nats)."""
     net.eval()
     rng = np.random.default_rng(seed)
-    rec, msq, kl = 0.0, 0.0, 0.0
-    for _ in range(tc.val_batches):
-        pts, dls, grp = sampler.batch(rng, tc.batch_size)
-        pts_t, dls_t = torch.from_numpy(pts).to(device), torch.from_numpy(dls).to(device)
-        out = net(pts_t, dls_t, sample=False, groups=torch.from_numpy(grp).to(device))
-        parts = vae_loss(out, dls_t, tc.kl_weight, 0.0)
-        rec += float(parts["recon"])
-        kl += float(parts["kl"])
-        msq += float((dls_t ** 2).sum(-1).mean())
+    rec, msq, kl, pr = 0.0, 0.0, 0.0, 0.0
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for _ in range(tc.val_batches):
+            pts, dls, grp = sampler.batch(rng, tc.batch_size)
+            pts_t, dls_t = torch.from_numpy(pts).to(device), torch.from_numpy(dls).to(device)
+            out = net(pts_t, dls_t, sample=False, groups=torch.from_numpy(grp).to(device), prior_reg=True)
+            parts = vae_loss(out, dls_t, tc.kl_weight, 0.0)
+            rec += float(parts["recon"])
+            kl += float(parts["kl"])
+            pr += float(parts["prior_reg"])
+            msq += float((dls_t ** 2).sum(-1).mean())
     n = tc.val_batches
-    return {"val_recon": rec / n, "val_rel_recon": rec / max(msq, 1e-12), "val_kl": kl / n}
+    return {"val_recon": rec / n, "val_rel_recon": rec / max(msq, 1e-12), "val_kl": kl / n,
+            "val_prior_reg": pr / n}
 
 
 def _append_csv(path: Path, fields, row: dict) -> None:
