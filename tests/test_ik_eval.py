@@ -82,7 +82,9 @@ def test_eval_ik_end_to_end(tiny_dataset, tiny_checkpoint, tmp_path, capsys):
                  "2", "--frames-per-seq", "1", "--rows", str(rows), "--out", str(tmp_path / "again.md")]) == 0
     assert len(rows.read_text().splitlines()) == len(recs)
     # render only, from saved rows
-    assert main(["eval", "ik", "--from-rows", str(rows), "--out", str(tmp_path / "rendered.md")]) == 0
+    assert main(["eval", "ik", "--from-rows", str(rows), "--out", str(tmp_path / "rendered.md"),
+                 "--histogram", str(tmp_path / "hist.png")]) == 0
+    assert (tmp_path / "hist.png").read_bytes()[:4] == b"\x89PNG"
     rendered = (tmp_path / "rendered.md").read_text()
     table = [ln for ln in text.splitlines() if ln.startswith("| oracle")]
     assert table and all(ln in rendered for ln in table)

@@ -69,6 +69,8 @@ def add_arguments(p) -> None:
                    help="voxel grid resolution of IoU for meshes that are not watertight (real objects, cloth)")
     p.add_argument("--spectrum", default=None,
                    help="PNG of the active-subspace eigen-spectrum of the first evaluated instance")
+    p.add_argument("--histogram", default=None, metavar="PNG",
+                   help="histogram of the per-target motion explained by NeuROK (reduced q), all groups")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rows", default=None,
                    help="per-target rows as JSON lines, rewritten after every target; targets already in it are "
@@ -486,6 +488,7 @@ def run(args) -> int:
         print(text)
         if args.out:
             write_text(args.out, text + "\n")
+        _histogram(rows, args.histogram)
         return 0
     if args.data is None and args.real is None:
         raise ConfigError("give --data DIR (synthetic held-out splits) and/or --real DIR")
@@ -549,7 +552,24 @@ def run(args) -> int:
     print(text)
     if args.out:
         write_text(args.out, text + "\n")
+    _histogram(rows, args.histogram)
     return 0
+
+
+def _histogram(rows: list[dict], path: str | None, method: str = "neurok") -> None:
+    """PNG histogram of the per-target motion explained (1 - vertex error / rest vertex error) of ``method``."""
+    if not path:
+        return
+    from kinemesh.viz.plots import plot_histogram
+
+    vals = [1.0 - r["vertex_error"] / r["rest_vertex_error"] for r in rows
+            if r["method"] == method and r.get("vertex_error") is not None and r.get("rest_vertex_error")]
+    if not vals:
+        log.warning("--histogram: no %s rows with vertex errors; nothing plotted", method)
+        return
+    out = plot_histogram(path, np.clip(vals, -1.0, 1.0), xlabel="motion explained per target (clipped to [-1, 1])",
+                         title=f"IK, {method}: {len(vals)} held-out targets", bins=20)
+    print(f"wrote {out}")
 
 
 def _reconstruct(args) -> str:
