@@ -4,7 +4,7 @@
 #     configurations) and a dynamic (24-frame MuJoCo trajectory) sequence,
 #   - 5 elastic shapes x 16 soft-body simulations (flexcomp dim=3) and 4 cloth scenes x 16 (flexcomp dim=2),
 #   - splits: 15% of instances per category -> "test"; washing_machine, torus, curtain -> "test_category".
-# About 460 sequences / 9.7k frames / ~75 MB in about 12 minutes on 2 shared cores (bench/RESULTS_synth.md).
+# About 460 sequences / 9.7k frames / ~75 MB in 2 minutes on 2 idle cores, ~12 when shared (bench/RESULTS_synth.md).
 # Deterministic for a seed and resumable: rerunning skips finished files.
 # Usage: scripts/make_dataset.sh [OUT_DIR] [extra kinemesh synth options...]
 set -euo pipefail
