@@ -89,6 +89,9 @@ class SimulationSpec:
     force: tuple | None = None
     barrier_radius: float = 3.0
     """Soft barrier beyond this many prior standard deviations."""
+    max_dq: float = 0.25
+    """Latent CFL bound: substeps are added so that no reduced coordinate moves more than this many prior
+    standard deviations per step (the decoder is nonlinear over a few std)."""
     seed: int = 0
 
 
@@ -384,7 +387,7 @@ def run(decoder, vertices: np.ndarray, faces: np.ndarray, spec: SimulationSpec, 
         n_dyn = spec.frames - len(lead)
         t1 = time.perf_counter()
         roll = simulate(system, state0, n_dyn, fps=spec.fps, substeps=spec.substeps, integrator=spec.integrator,
-                        progress=progress)
+                        progress=progress, max_dq=spec.max_dq)
         t2 = time.perf_counter()
         q_all = np.concatenate([lead, roll.q]) if len(lead) else roll.q
         offset = rest_offset(decoder, system.q_rest) if rest_correction else None
