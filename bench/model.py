@@ -38,8 +38,8 @@ def _train_speed(q, preset_name, bf16, threads, steps, data):
             t0 = time.perf_counter()
         p, d, g = torch.from_numpy(p), torch.from_numpy(d), torch.from_numpy(g)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            out = net(p, d, groups=g)
-        loss = vae_loss(out, d, 0.01, 0.05, 100.0)["loss"]
+            out = net(p, d, groups=g, prior_reg=tc.prior_weight > 0)  # the same step as kinemesh train
+        loss = vae_loss(out, d, tc.kl_weight, tc.free_bits, tc.recon_weight, tc.prior_weight)["loss"]
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -59,6 +59,8 @@ def _decoder_speed(q, preset_name, threads, n_points, batch, head):
     torch.set_num_threads(threads)
     cfg = preset(preset_name)
     cfg.model.head = head
+    if head != "dq_skinning":  # component pooling and the region-motion posterior need skinning weights
+        cfg.model.component_rigid = cfg.model.posterior_procrustes = False
     model = KinematicModel(KinematicVAE(cfg.model), cfg)
     mesh = trimesh.creation.box(extents=(1, 0.6, 0.4)).subdivide().subdivide()
     t = time.perf_counter()
