@@ -30,9 +30,9 @@ def register(sub) -> None:
     p.add_argument("--no-video", action="store_true", help="skip the MP4 files (faster)")
     p.add_argument("--points", type=int, default=512, help="surface points carrying the mass (default 512)")
     p.add_argument("--k-q", type=int, default=8, help="reduced coordinates (default 8)")
-    p.add_argument("--barrier-radius", type=float, default=10.0, metavar="STD",
-                   help="soft barrier beyond this many prior std (default 10: the default checkpoint decodes "
-                        "door-opening states at ~10 std of its prior, measured by the boundary-condition solve)")
+    p.add_argument("--barrier-radius", type=float, default=3.0, metavar="STD",
+                   help="soft barrier beyond this many prior std (default 3: the default checkpoint's training "
+                        "poses have posterior means within about 3 std of the instance prior)")
     p.set_defaults(func=run)
 
 
