@@ -55,6 +55,10 @@ class IKConfig:
     the same connected component / part when the decoder exposes ``point_groups`` (P,)."""
     rigidity_k: int = 6
     """Neighbours per point for the rigidity term."""
+    posterior_init: int = 3
+    """Amortised starts from the model's posterior encoder (0 = off): decode, match every decoded point to
+    its nearest target point, encode that deformation, repeat this many times (an ICP whose update is the
+    encoder); each iterate joins the screened candidates. Used when the decoder has ``encode_points``."""
     candidate_std: float = 1.0
     """Standard deviation of the screened prior samples (1 = the prior)."""
     fit_similarity: bool = False
@@ -251,6 +255,33 @@ class _Objective:
         return e
 
 
+def posterior_starts(decoder, target: Target, iters: int = 3) -> torch.Tensor | None:
+    """Latents (iters, k) of ``decoder`` from the posterior encoder, without correspondences.
+
+    ``decoder`` is a bound model instance (``encode_points``) or a ReducedDecoder around one (the latents are
+    then projected onto its subspace). Each iteration decodes the current latent, pairs every decoded sample
+    point with its nearest target point and encodes that deformation (NeuROK's E_vae used as a one-shot
+    registration step). None when the decoder has no encoder (baselines).
+    """
+    from scipy.spatial import cKDTree
+
+    inst = getattr(decoder, "decoder", decoder)
+    if not hasattr(inst, "encode_points"):
+        return None
+    sub = getattr(decoder, "subspace", None)
+    tree = cKDTree(target.points.detach().cpu().double().numpy())
+    tp = target.points.detach().cpu().double().numpy()
+    pts = inst.rest_points.detach().cpu().double().numpy()  # the first match is from the rest state
+    out = []
+    with torch.no_grad():
+        for i in range(int(iters)):
+            if i:
+                pts = inst.points(z[None])[0].detach().cpu().double().numpy()
+            z, _ = inst.encode_points(tp[tree.query(pts)[1]])
+            out.append(sub.q(z[None].to(sub.W.dtype))[0] if sub is not None else z)
+    return torch.stack(out).float()
+
+
 def solve(
     decoder,
     target: Target,
@@ -280,6 +311,10 @@ def solve(
         cands.append(mu + cfg.candidate_std * torch.randn(cfg.n_candidates - 1, k, generator=gen))
     if init is not None:
         cands.append(torch.as_tensor(init, dtype=torch.float32).reshape(-1, k))
+    if cfg.posterior_init > 0 and not cfg.fit_similarity:
+        post = posterior_starts(decoder, target, cfg.posterior_init)
+        if post is not None:
+            cands.append(post.to(cands[0].dtype))
     cands = torch.cat(cands)
     use_sim = cfg.fit_similarity
     sims, scores = [], []

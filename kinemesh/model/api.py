@@ -152,6 +152,19 @@ class NeuralInstanceDecoder:
             mean, logvar = self.net.posterior(self._qn[None], delta[None], weights)
         return mean[0].to(self.dtype), logvar[0].to(self.dtype)
 
+    def encode_points(self, deformed_points) -> tuple[torch.Tensor, torch.Tensor]:
+        """Posterior q(z | phi) from the deformed positions (P, 3), metres, of this instance's sample points
+        (``rest_points``, same order) -> (mean (D,), log-variance (D,))."""
+        pts = torch.as_tensor(np.asarray(deformed_points, dtype=np.float64), dtype=self.dtype, device=self.device)
+        if pts.shape != tuple(self.rest_points.shape):
+            raise ConfigError(f"encode_points(): points {tuple(pts.shape)} do not match the sample points "
+                              f"{tuple(self.rest_points.shape)}")
+        delta = (pts - self.rest_points) * self.scale
+        with torch.no_grad():
+            weights = self._weights if self.cfg.head == "dq_skinning" else None
+            mean, logvar = self.net.posterior(self._qn[None], delta[None], weights)
+        return mean[0].to(self.dtype), logvar[0].to(self.dtype)
+
     def _to_metres(self, x: torch.Tensor) -> torch.Tensor:
         return x / self.scale + torch.as_tensor(self.center, dtype=x.dtype, device=x.device)
 
