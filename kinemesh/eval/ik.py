@@ -480,6 +480,13 @@ def run(args) -> int:
             if not p.is_file():
                 raise InputFileError(p, "rows file not found")
             rows += [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+        seen, unique = set(), []  # several rows files may share rows (e.g. the rest pose of the same targets)
+        for r in rows:
+            key = (r["group"], r["target"], r["method"])
+            if key not in seen:
+                seen.add(key)
+                unique.append(r)
+        rows = unique
         if not rows:
             raise KinemeshError("the rows files hold no rows")
         command = "kinemesh eval ik " + _reconstruct(args)
