@@ -231,7 +231,7 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
     # A small latent inertia (1 % of the mean generalized mass) on every reduced coordinate: directions that
     # move almost no mass (e.g. a handle's own token) otherwise make M nearly singular, and the implicit solve
     # stopped contracting on doors released under gravity (eval dynamics: 0 of 3 doors completed at 1e-6,
-    # all at 1e-2). It enters T = 1/2 qd^T M qd consistently, so energy is still conserved.
+    # 3 of 3 at 1e-2). It enters T = 1/2 qd^T M qd consistently, so energy is still conserved.
     system.latent_inertia = LATENT_INERTIA * mbar
     system.stiffness = (2 * math.pi * stiff_hz) ** 2 * mbar
     kin = kinematics(system, q_rest)
