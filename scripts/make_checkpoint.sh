@@ -2,17 +2,17 @@
 # Reproduce the shipped default checkpoint (kinemesh/assets/checkpoints/default/).
 #   1. generate the default synthetic dataset (articulated + elastic + cloth; scripts/make_dataset.sh,
 #      about 4-12 min on 2 cores, resumable),
-#   2. train the cpu-small conditional VAE for a fixed wall-clock budget (MINUTES, default 50) with NPROC
+#   2. train the cpu-small conditional VAE for a fixed wall-clock budget (MINUTES, default 60, as for the shipped checkpoint) with NPROC
 #      data-parallel processes (default 2 = one per core, torchrun + gloo; NPROC=1 trains in one process),
 #      resumable: rerun with RESUME=1 to continue the same run, its steps accumulate,
 #   3. copy config.json + model.safetensors (~5 MB) into the package.
 # Total about 1 hour on the 2-core CPU machine (no GPU). On a GPU machine use e.g.
 #   DEVICE=cuda PRESET=paper NPROC=8 MINUTES=600 scripts/make_checkpoint.sh
-# Usage: [NPROC=2] [MINUTES=50] [RESUME=1] scripts/make_checkpoint.sh [DATA_DIR] [RUN_DIR]
+# Usage: [NPROC=2] [MINUTES=60] [RESUME=1] scripts/make_checkpoint.sh [DATA_DIR] [RUN_DIR]
 set -euo pipefail
 DATA="${1:-data/default}"
 RUN="${2:-runs/default}"
-MINUTES="${MINUTES:-50}"
+MINUTES="${MINUTES:-60}"
 PRESET="${PRESET:-cpu-small}"
 DEVICE="${DEVICE:-cpu}"
 THREADS="${THREADS:-1}"
