@@ -58,9 +58,7 @@ def _decoder_speed(q, preset_name, threads, n_points, batch, head):
 
     torch.set_num_threads(threads)
     cfg = preset(preset_name)
-    cfg.model.head = head
-    if head != "dq_skinning":  # component pooling and the region-motion posterior need skinning weights
-        cfg.model.component_rigid = cfg.model.posterior_procrustes = False
+    cfg.model.use_head(head)
     model = KinematicModel(KinematicVAE(cfg.model), cfg)
     mesh = trimesh.creation.box(extents=(1, 0.6, 0.4)).subdivide().subdivide()
     t = time.perf_counter()

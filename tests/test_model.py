@@ -24,9 +24,7 @@ def _hinged_box():
 
 def _tiny_model(head="dq_skinning", seed=0) -> KinematicModel:
     cfg = preset("tiny")
-    cfg.model.head = head
-    if head != "dq_skinning":  # the region-motion posterior and component pooling need skinning weights
-        cfg.model.component_rigid = cfg.model.posterior_procrustes = False
+    cfg.model.use_head(head)
     torch.manual_seed(seed)
     net = KinematicVAE(cfg.model)
     last = net.decoder.token_head if head == "dq_skinning" else net.decoder.point_head[-1]

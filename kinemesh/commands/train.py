@@ -42,9 +42,7 @@ def run(args) -> int:
 
     config = preset(args.preset)
     if args.head:
-        config.model.head = args.head
-        if args.head != "dq_skinning":  # these read the skinning weights, which only dq_skinning has
-            config.model.component_rigid = config.model.posterior_procrustes = False
+        config.model.use_head(args.head)
     tc = config.train
     if args.bf16:
         tc.bf16 = True

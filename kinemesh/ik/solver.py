@@ -269,8 +269,8 @@ def posterior_starts(decoder, target: Target, iters: int = 3) -> torch.Tensor | 
     if not hasattr(inst, "encode_points"):
         return None
     sub = getattr(decoder, "subspace", None)
-    tree = cKDTree(target.points.detach().cpu().double().numpy())
     tp = target.points.detach().cpu().double().numpy()
+    tree = cKDTree(tp)
     pts = inst.rest_points.detach().cpu().double().numpy()  # the first match is from the rest state
     out = []
     with torch.no_grad():

@@ -144,22 +144,17 @@ class NeuralInstanceDecoder:
         if dv.shape != tuple(self.rest_vertices.shape):
             raise ConfigError(f"encode(): deformed vertices {dv.shape} do not match the rest mesh "
                               f"{tuple(self.rest_vertices.shape)}")
-        pts = geo.points_from_barycentric(dv, self.faces, self.face_ids, self.bary)
-        delta = torch.as_tensor((pts - self.rest_points.cpu().double().numpy()) * self.scale, dtype=self.dtype,
-                                device=self.device)
-        with torch.no_grad():
-            weights = self._weights if self.cfg.head == "dq_skinning" else None
-            mean, logvar = self.net.posterior(self._qn[None], delta[None], weights)
-        return mean[0].to(self.dtype), logvar[0].to(self.dtype)
+        return self.encode_points(geo.points_from_barycentric(dv, self.faces, self.face_ids, self.bary))
 
     def encode_points(self, deformed_points) -> tuple[torch.Tensor, torch.Tensor]:
         """Posterior q(z | phi) from the deformed positions (P, 3), metres, of this instance's sample points
         (``rest_points``, same order) -> (mean (D,), log-variance (D,))."""
-        pts = torch.as_tensor(np.asarray(deformed_points, dtype=np.float64), dtype=self.dtype, device=self.device)
+        pts = np.asarray(deformed_points, dtype=np.float64)
         if pts.shape != tuple(self.rest_points.shape):
-            raise ConfigError(f"encode_points(): points {tuple(pts.shape)} do not match the sample points "
+            raise ConfigError(f"encode_points(): points {pts.shape} do not match the sample points "
                               f"{tuple(self.rest_points.shape)}")
-        delta = (pts - self.rest_points) * self.scale
+        delta = torch.as_tensor((pts - self.rest_points.cpu().double().numpy()) * self.scale, dtype=self.dtype,
+                                device=self.device)
         with torch.no_grad():
             weights = self._weights if self.cfg.head == "dq_skinning" else None
             mean, logvar = self.net.posterior(self._qn[None], delta[None], weights)

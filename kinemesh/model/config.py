@@ -48,7 +48,7 @@ class ModelConfig:
     """Divides the skinning-weight logits; lower gives sharper part assignments."""
     component_rigid: bool = False
     """dq_skinning: on objects with several connected components (separate parts), every point takes its
-    component's mean skinning weights, so each component moves rigidly by construction; single-component
+    component's mean skinning logits, so each component moves rigidly by construction; single-component
     meshes keep per-point weights (elastic, cloth)."""
     posterior_procrustes: bool = False
     """dq_skinning: the posterior tokens also read the weighted Procrustes motion (rotation, translation,
@@ -65,6 +65,13 @@ class ModelConfig:
         for name in ("width", "heads", "n_tokens", "token_dim", "n_freqs", "mlp_ratio"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"model.{name} must be >= 1, got {getattr(self, name)}")
+
+    def use_head(self, head: str) -> None:
+        """Switch the deformation head; the options that read skinning weights (``component_rigid``,
+        ``posterior_procrustes``) are turned off for the heads that have none."""
+        self.head = head
+        if head != "dq_skinning":
+            self.component_rigid = self.posterior_procrustes = False
 
     @property
     def latent_dim(self) -> int:

@@ -35,6 +35,7 @@ from kinemesh.model.network import KinematicVAE, vae_loss
 log = logging.getLogger(__name__)
 LOG_FIELDS = ("step", "samples", "elapsed_s", "lr", "loss", "recon", "rel_recon", "kl", "prior_reg", "post_std",
               "active_dims", "samples_per_s")
+VAL_FIELDS = ("val_recon", "val_rel_recon", "val_kl", "val_prior_reg")
 
 
 class TrainingCollapsedError(KinemeshError):
@@ -294,9 +295,9 @@ def train(config: Config, opts: RunOptions) -> dict:
             last_val = validate(net, val_sampler, tc, device, seed=1234)
             last_val["step"] = state["step"]
             if rank == 0:
-                _append_csv(out / "val.csv", ("step", "val_recon", "val_rel_recon", "val_kl", "val_prior_reg"), last_val)
+                _append_csv(out / "val.csv", ("step", *VAL_FIELDS), last_val)
                 if writer is not None:
-                    for k in ("val_recon", "val_rel_recon", "val_kl", "val_prior_reg"):
+                    for k in VAL_FIELDS:
                         writer.add_scalar(f"val/{k}", last_val[k], state["step"])
                 log.info("step %d: val recon %.5f (%.3f of motion), KL %.2f, prior implausibility %.5f",
                          state["step"], last_val["val_recon"], last_val["val_rel_recon"], last_val["val_kl"],
@@ -309,7 +310,7 @@ def train(config: Config, opts: RunOptions) -> dict:
         last_val = validate(net, val_sampler, tc, device, seed=1234)
         last_val["step"] = state["step"]
         if rank == 0:
-            _append_csv(out / "val.csv", ("step", "val_recon", "val_rel_recon", "val_kl", "val_prior_reg"), last_val)
+            _append_csv(out / "val.csv", ("step", *VAL_FIELDS), last_val)
     save_checkpoint()
     if pbar is not None:
         pbar.close()
