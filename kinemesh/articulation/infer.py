@@ -7,8 +7,9 @@ and returns one :class:`PartPrediction` per part except the root. Steps:
    root in the minimum spanning tree of part-to-part surface distances (parts touch their parent: a handle
    touches its door, a door its carcass);
 2. the network predicts type, axis, origin, limits and a confidence per part (batched);
-3. optional validity check (``check_validity``): the opening direction (axis sign) is chosen so that the
-   sweep neither collides nor detaches (:mod:`kinemesh.articulation.validity`).
+3. optional validity check (``check_validity``): among the network's axis-class / sign alternatives the
+   most probable one whose sweep (in either opening direction) neither collides nor detaches is kept
+   (:mod:`kinemesh.articulation.validity`, swept per-sample test).
 
 The heuristic baseline picks, among the *valid* box candidates, one by a fixed rule (no learning).
 """
@@ -152,15 +153,24 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
     with torch.no_grad():
         out = net(torch.as_tensor(np.stack([f[1] for f in feats])).to(device),
                   torch.as_tensor(np.stack([f[2] for f in feats])).to(device))
-    from kinemesh.articulation.predictor import alternatives
+    from kinemesh.articulation.predictor import TYPES, alternatives
 
     preds = {}
     for b, (p, _, _, box, center, scale) in enumerate(feats):
         r = decode(out, b, box, center, scale, (force_types or {}).get(p.name))
+        forced = (force_types or {}).get(p.name)
+        # movable alternatives of both types (a prompt's verb fixes the type), scored P(type) x P(axis, sign)
+        alts = []
+        for t in ([r.type] if forced else ["revolute", "prismatic"]):
+            if t == "fixed":
+                continue
+            pt = 1.0 if forced else float(r.type_probs[TYPES.index(t)])
+            alts += [(pt * q, axis, origin, t, lim) for q, axis, origin, lim in
+                     alternatives(out, b, box, center, scale, t)]
         preds[p.name] = PartPrediction(p.name, r.type, r.axis, r.origin, None if r.type == "fixed" else r.limits,
                                        parents[p.name], r.confidence, p.label,
                                        {"type_probs": [float(x) for x in r.type_probs], "scale": scale,
-                                        "alternatives": alternatives(out, b, box, center, scale, r.type)})
+                                        "alternatives": sorted(alts, key=lambda a: -a[0])})
     if check_validity:
         _choose_valid(parts, root, parents, preds)
     for pr in preds.values():
@@ -180,41 +190,56 @@ def _subtree(parents: dict[str, str], name: str) -> list[str]:
     return out
 
 
-def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
-    """Simulator-filtered decoding: among the network's axis/sign alternatives (most probable first, each
-    with its own origin), keep the first whose sweep neither collides nor detaches
-    (:mod:`kinemesh.articulation.validity`); when none is valid the network's top choice stays."""
+def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05, cross_type: bool = False) -> None:
+    """Simulator-filtered decoding: among the network's alternatives (axis class x sign, each with its own
+    origin and limits, scored P(type) x P(axis, sign), most probable first; with ``cross_type`` both movable
+    types, otherwise only the predicted one), keep the first whose sweep neither collides nor detaches
+    (:mod:`kinemesh.articulation.validity`) in its predicted opening direction or, failing that, the opposite
+    one (then the limits are mirrored: a wrong opening sign must not cost a right axis line). When no
+    alternative is valid the network's top choice stays.
+
+    The sweep uses the per-sample swept collision measure (``ValidityConfig.swept``), which keeps its margin
+    on open, zero-thickness shells. ``cross_type`` is off by default: on real assets the true slide of a
+    drawer often passes through the carcass mesh (PartNet-Mobility bodies are rarely cut out behind drawer
+    fronts), so validity must not overrule the type head."""
     from kinemesh.articulation.candidates import Candidate
     from kinemesh.articulation.validity import OccupancyGrid, ValidityConfig, check_candidates
 
     movable = [p for p in preds.values() if p.type != "fixed"]
     if not movable:
         return
-    grid = OccupancyGrid(_with_tree(parts, root, parents), ValidityConfig(n_points=400, steps=6))
+    grid = OccupancyGrid(_with_tree(parts, root, parents),
+                         ValidityConfig(n_points=400, steps=6, swept=True, collision_fraction=0.02))
     for pr in movable:
-        lo, hi = pr.limits or (0.0, 0.5 * np.pi)
-        sign0 = 1.0 if abs(hi) >= abs(lo) else -1.0
-        reach = max(abs(lo), abs(hi))
-        if pr.type == "revolute":
-            reach = float(min(reach, 0.5 * np.pi))
-        if reach < 1e-6:
+        alts = [a for a in pr.info["alternatives"] if a[0] >= min_prob and (cross_type or a[3] == pr.type)]
+        top = (1.0, pr.axis, pr.origin, pr.type, pr.limits)  # the network's own answer is always tried first
+        cands, kept = [], []
+        for alt in [top] + [a for a in alts if not (a[3] == pr.type and a[1] @ pr.axis > 0.999)]:
+            _, axis, origin, type_, limits = alt
+            lo, hi = limits or (0.0, 0.5 * np.pi)
+            reach = max(abs(lo), abs(hi))
+            if type_ == "revolute":
+                reach = float(min(reach, 0.5 * np.pi))
+            if reach < 1e-6:
+                continue
+            s = 1.0 if abs(hi) >= abs(lo) else -1.0  # limits are along the alternative's own axis
+            cands += [Candidate(type_, axis, origin, (0.0, s * reach), 0, 1),
+                      Candidate(type_, axis, origin, (0.0, -s * reach), 0, 1)]
+            kept.append(alt)
+        if not cands:
             continue
-        alts = [a for a in pr.info["alternatives"] if a[0] >= min_prob] or pr.info["alternatives"][:1]
-        # the opening direction of the network's own answer is +-reach along its axis
-        cands = []
-        for _, axis, origin in alts:
-            s = sign0 * (1.0 if axis @ pr.axis >= 0 else -1.0) if abs(axis @ pr.axis) > 0.9 else sign0
-            cands.append(Candidate(pr.type, axis, origin, (0.0, s * reach), 0, 1))
         check_candidates(grid, _subtree(parents, pr.name), cands)
-        pr.info["validity"] = [dict(c.info, valid=c.valid, prob=a[0]) for c, a in zip(cands, alts)]
+        pr.info["validity"] = [dict(c.info, valid=c.valid, prob=a[0], type=a[3], opposite=i % 2 == 1)
+                               for i, (c, a) in enumerate(zip(cands, [k for k in kept for _ in (0, 1)]))]
         pick = next((i for i, c in enumerate(cands) if c.valid), None)
-        if pick is None or pick == 0:
+        if pick is None:
             continue
-        _, axis, origin = alts[pick]
-        flip = axis @ pr.axis < 0 and abs(axis @ pr.axis) > 0.9
-        pr.axis, pr.origin = axis, origin
-        if flip and pr.limits is not None:
-            pr.limits = (-pr.limits[1], -pr.limits[0])
+        _, axis, origin, type_, limits = kept[pick // 2]
+        if pick % 2 == 1 and limits is not None:
+            limits = (-limits[1], -limits[0])
+        if pick == 0:
+            continue
+        pr.type, pr.axis, pr.origin, pr.limits = type_, axis, origin, limits
         pr.info["changed_by_validity"] = True
 
 

@@ -234,9 +234,27 @@ def finetune_loss(out: dict, tg: dict) -> tuple[torch.Tensor, dict]:
                    "ores": float(l_ores), "sign": float(l_sign), "limits": float(l_lim)}
 
 
-# ---------------------------------------------------------------------------------------------- io
-def save_predictor(net: ArticulationNet, folder: str | os.PathLike, info: dict | None = None) -> Path:
-    """Write ``config.json`` + ``model.safetensors`` (float32) atomically into ``folder``."""
+class PredictorEnsemble(nn.Module):
+    """Several :class:`ArticulationNet` members trained alike from different seeds; the outputs (logits,
+    residuals, limits) are averaged, which steadies the axis-class and type decisions on shapes unlike the
+    training data. Same call signature and ``config`` as a single network."""
+
+    def __init__(self, members: list[ArticulationNet]):
+        super().__init__()
+        if not members:
+            raise ValueError("an ensemble needs at least one member")
+        self.members = nn.ModuleList(members)
+        self.config = members[0].config
+
+    def forward(self, points: torch.Tensor, box: torch.Tensor) -> dict:
+        outs = [m(points, box) for m in self.members]
+        return {k: torch.stack([o[k] for o in outs]).mean(0) for k in outs[0]}
+
+
+def save_predictor(net: ArticulationNet | PredictorEnsemble, folder: str | os.PathLike,
+                   info: dict | None = None) -> Path:
+    """Write ``config.json`` + ``model.safetensors`` (float32) atomically into ``folder``. An ensemble is one
+    file with the members' tensors under ``members.<i>.`` and ``"members": n`` in the config."""
     from safetensors.torch import save_file
 
     from kinemesh.atomic import atomic_path, write_text
@@ -249,12 +267,15 @@ def save_predictor(net: ArticulationNet, folder: str | os.PathLike, info: dict |
     cfg = asdict(net.config)
     if info:
         cfg["extra"] = info
+    if isinstance(net, PredictorEnsemble):
+        cfg["members"] = len(net.members)
     write_text(folder / "config.json", json.dumps(cfg, indent=2) + "\n")
     return folder
 
 
-def load_predictor(folder: str | os.PathLike | None = None, device: str = "cpu") -> ArticulationNet:
-    """Load a predictor folder (default: the shipped ``kinemesh/assets/articulation``). Raises InputFileError."""
+def load_predictor(folder: str | os.PathLike | None = None, device: str = "cpu") -> ArticulationNet | PredictorEnsemble:
+    """Load a predictor folder (default: the shipped ``kinemesh/assets/articulation``); a config with
+    ``"members": n`` gives a :class:`PredictorEnsemble`. Raises InputFileError."""
     from safetensors.torch import load_file
 
     folder = Path(folder) if folder is not None else DEFAULT_WEIGHTS
@@ -266,9 +287,10 @@ def load_predictor(folder: str | os.PathLike | None = None, device: str = "cpu")
     try:
         d = json.loads(cfg_path.read_text())
         cfg = PredictorConfig(**{k: v for k, v in d.items() if k in PredictorConfig.__dataclass_fields__})
+        n_members = int(d.get("members", 0))
     except (ValueError, TypeError) as exc:
         raise InputFileError(cfg_path, f"invalid predictor config: {exc}") from None
-    net = ArticulationNet(cfg)
+    net = PredictorEnsemble([ArticulationNet(cfg) for _ in range(n_members)]) if n_members else ArticulationNet(cfg)
     try:
         net.load_state_dict(load_file(str(w_path)), strict=True)
     except (RuntimeError, OSError) as exc:
@@ -321,11 +343,15 @@ def decode(out: dict, b: int, box: PartBox, center, scale: float, force_type: st
     return RawPrediction(TYPES[t], probs, axis, origin, (lo, hi), conf, k, sgn)
 
 
-def alternatives(out: dict, b: int, box: PartBox, center, scale: float, type_: str) -> list[tuple[float, np.ndarray,
-                                                                                            np.ndarray]]:
-    """All 3 axis classes x 2 signs of row ``b`` as (probability, axis (3,), origin (3,) m), most probable
-    first; each class uses its own residual and most probable origin cell."""
+def alternatives(out: dict, b: int, box: PartBox, center, scale: float, type_: str) -> list[tuple]:
+    """All 3 axis classes x 2 signs of row ``b`` for motion type ``type_`` as (probability, axis (3,), origin
+    (3,) m, limits (lo, hi) rad or m along that axis), most probable first; each class uses its own residual
+    and most probable origin cell."""
     kp = torch.softmax(out["axis_cls"][b], -1).detach().cpu().numpy()
+    lim = out["limits"][b, TYPES.index(type_)].detach().cpu().numpy().astype(float)
+    if type_ == "prismatic":
+        lim = lim / scale
+    lo, hi = sorted((float(lim[0]), float(lim[1])))
     res = []
     for k in range(3):
         sp = torch.softmax(out["sign"][b, k], -1).detach().cpu().numpy()
@@ -338,9 +364,9 @@ def alternatives(out: dict, b: int, box: PartBox, center, scale: float, type_: s
         rel[i], rel[j] = GRID[oc // 3] + r[0], GRID[oc % 3] + r[1]
         o = box.relative_point(rel) / scale + center if type_ != "prismatic" else box.center / scale + center
         for si, sgn in enumerate((1, -1)):
-            res.append((float(kp[k] * sp[si]), sgn * a, o))
+            res.append((float(kp[k] * sp[si]), sgn * a, o, (lo, hi) if sgn > 0 else (-hi, -lo)))
     return sorted(res, key=lambda x: -x[0])
 
 
-__all__ = ["ArticulationNet", "PredictorConfig", "TYPES", "part_features", "joint_targets", "validity_targets",
+__all__ = ["ArticulationNet", "PredictorConfig", "PredictorEnsemble", "TYPES", "part_features", "joint_targets", "validity_targets",
            "load_predictor", "save_predictor", "decode", "candidate_index"]

@@ -19,14 +19,14 @@ import torch
 
 from kinemesh.articulation.dataset import HOLDOUT_CATEGORIES, PRETRAIN_SEED_BASE, build_object, part_samples
 from kinemesh.articulation.predictor import (
-    ArticulationNet, PredictorConfig, finetune_loss, pretrain_loss, save_predictor,
+    ArticulationNet, PredictorConfig, PredictorEnsemble, finetune_loss, pretrain_loss, save_predictor,
 )
 from kinemesh.articulation.validity import ValidityConfig
 
 
 @dataclass
 class TrainConfig:
-    """Training schedule (defaults: about 10-15 min on one CPU thread)."""
+    """Training schedule (defaults: about 20 min on one CPU thread of a shared 2-core machine)."""
 
     n_finetune: int = 12  # annotated instances per training category (fine-tuning)
     n_pretrain: int = 8  # unannotated instances per training category (pretraining, validity labels)
@@ -34,13 +34,19 @@ class TrainConfig:
     n_assemblies_pre: int = 30  # unannotated random assemblies
     epochs_pre: int = 40  # pretraining epochs
     epochs_ft: int = 50  # fine-tuning epochs
+    n_augment: int = 1  # asset-realism copies per fine-tuning object (:mod:`kinemesh.articulation.realism`)
+    n_augment_pre: int = 1  # asset-realism copies per pretraining object (validity labels on the copy)
+    p_sheet: float = 0.3  # realism: probability that a thin part of a copy is collapsed to a sheet
+    members: int = 3  # networks trained from seeds seed, seed+1, ... on the same data, shipped as one ensemble
     batch: int = 32  # batch size
     lr: float = 1e-3  # AdamW learning rate (cosine decay)
     seed: int = 0  # data and init seed
 
 
-def _gen(jobs, rng, cfg, with_validity, desc):
+def _gen(jobs, rng, cfg, with_validity, desc, n_augment: int = 0, realism=None):
     from tqdm import tqdm
+
+    from kinemesh.articulation.realism import augment
 
     out = []
     vcfg = ValidityConfig(n_points=400, steps=6)
@@ -50,6 +56,11 @@ def _gen(jobs, rng, cfg, with_validity, desc):
         except Exception:  # a builder may give up on an unlucky seed
             continue
         out += part_samples(obj, rng, cfg, with_validity=with_validity, validity_config=vcfg)
+        for _ in range(n_augment):  # the originals stay: held-out instances are canonical synthetic objects
+            try:
+                out += part_samples(augment(obj, rng, realism), rng, cfg, with_validity=with_validity, validity_config=vcfg)
+            except Exception:  # an augmentation can make a part degenerate; skip that copy
+                continue
     return out
 
 
@@ -107,8 +118,12 @@ def train(out_dir: str, tc: TrainConfig, pc: PredictorConfig | None = None) -> d
               [("assembly", s) for s in range(tc.n_assemblies_ft)]
     pre_jobs = [(c, PRETRAIN_SEED_BASE + s) for c in cats for s in range(tc.n_pretrain)] + \
                [("assembly", PRETRAIN_SEED_BASE + s) for s in range(tc.n_assemblies_pre)]
-    ft = _gen(ft_jobs, rng, pc, False, "fine-tune data")
-    pre = _gen(pre_jobs, rng, pc, True, "pretrain data (validity labels)")
+    from kinemesh.articulation.realism import RealismConfig
+
+    realism = RealismConfig(p_sheet=tc.p_sheet)
+    ft = _gen(ft_jobs, rng, pc, False, "fine-tune data", tc.n_augment, realism)
+    pre = _gen(pre_jobs, rng, pc, True, "pretrain data (validity labels)", tc.n_augment_pre,
+               realism)
     t_data = time.time() - t0
     ft_t = _stack(ft, FT_KEYS)
     pre_t = _stack(pre, ("points", "box", "valid"))
@@ -117,25 +132,34 @@ def train(out_dir: str, tc: TrainConfig, pc: PredictorConfig | None = None) -> d
     def ft_loss(out, tb):
         return finetune_loss(out, tb)[0]
 
-    torch.manual_seed(tc.seed)
-    net = ArticulationNet(pc)
-    init = copy.deepcopy(net.state_dict())
-    h_pre = _fit(net, pre_t, tc.epochs_pre, tc.batch, tc.lr, lambda o, b: pretrain_loss(o, b["valid"]), rng,
-                 "pretrain")
-    h_ft = _fit(net, ft_t, tc.epochs_ft, tc.batch, tc.lr, ft_loss, rng, "fine-tune")
-    abl = ArticulationNet(pc)
-    abl.load_state_dict(init)
-    h_abl = _fit(abl, ft_t, tc.epochs_ft, tc.batch, tc.lr, ft_loss, rng, "fine-tune (no pretraining)")
+    nets, abls, h_pre, h_ft, h_abl = [], [], [], [], []
+    for i in range(tc.members):  # ensemble members: same data, different initialisation and batch order
+        tag = f" {i + 1}/{tc.members}" if tc.members > 1 else ""
+        torch.manual_seed(tc.seed + i)
+        net = ArticulationNet(pc)
+        init = copy.deepcopy(net.state_dict())
+        h_pre.append(_fit(net, pre_t, tc.epochs_pre, tc.batch, tc.lr, lambda o, b: pretrain_loss(o, b["valid"]),
+                          rng, "pretrain" + tag))
+        h_ft.append(_fit(net, ft_t, tc.epochs_ft, tc.batch, tc.lr, ft_loss, rng, "fine-tune" + tag))
+        abl = ArticulationNet(pc)
+        abl.load_state_dict(init)
+        h_abl.append(_fit(abl, ft_t, tc.epochs_ft, tc.batch, tc.lr, ft_loss, rng, "fine-tune (no pretraining)" + tag))
+        nets.append(net)
+        abls.append(abl)
     info = {
         "train_config": tc.__dict__, "holdout_categories": list(HOLDOUT_CATEGORIES),
         "train_categories": cats, "n_finetune_parts": len(ft), "n_pretrain_parts": len(pre),
         "pretrain_valid_rate": valid_rate, "data_seconds": round(t_data, 1),
-        "total_seconds": round(time.time() - t0, 1), "final_loss": {"pretrain": h_pre[-1] if h_pre else None,
-                                                                    "finetune": h_ft[-1], "ablation": h_abl[-1]},
+        "total_seconds": round(time.time() - t0, 1),
+        "final_loss": {"pretrain": [h[-1] if h else None for h in h_pre], "finetune": [h[-1] for h in h_ft],
+                       "ablation": [h[-1] for h in h_abl]},
         "torch_threads": torch.get_num_threads(),
     }
-    save_predictor(net, out_dir, {**info, "variant": "pretrained+finetuned"})
-    save_predictor(abl, f"{out_dir}/no_pretrain", {**info, "variant": "no pretraining (ablation)"})
+    def pack(ms):
+        return ms[0] if len(ms) == 1 else PredictorEnsemble(ms)
+
+    save_predictor(pack(nets), out_dir, {**info, "variant": "pretrained+finetuned"})
+    save_predictor(pack(abls), f"{out_dir}/no_pretrain", {**info, "variant": "no pretraining (ablation)"})
     return info
 
 
