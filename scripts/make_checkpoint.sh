@@ -38,5 +38,7 @@ echo "training took $(( ($(date +%s) - start) / 60 )) min"
 mkdir -p "$DEST"
 cp "$RUN/config.json" "$DEST/config.json"
 cp "$RUN/model.safetensors" "$DEST/model.safetensors"
+# the calibrated prior (written by `kinemesh train` at the end; `kinemesh calibrate` re-makes it)
+cp "$RUN/prior_calibration.safetensors" "$DEST/prior_calibration.safetensors"
 ls -la "$DEST"
 echo "evaluate: kinemesh eval model --data $DATA --split test --out docs/results/model_test.json"

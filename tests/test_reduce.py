@@ -117,3 +117,26 @@ def test_bad_inputs(toy, tmp_path):
     other = fit(ToyCabinetDecoder(latent_dim=6, n_points=64, subdivisions=0), k_q=2, n_samples=8)
     with pytest.raises(ConfigError):
         ReducedDecoder(toy, other)
+
+
+def test_subspace_in_calibrated_prior_coordinates(toy, tmp_path):
+    """With a prior N(mu, L L^T) the subspace lives in u (z = mu + L u): it recovers span(L^T A) there,
+    z(q) moves along L W, q(z(q)) = q, q is N(0, I) under the prior, and save/load keeps L."""
+    rng = np.random.default_rng(0)
+    M = rng.normal(size=(8, 8))
+    L = torch.as_tensor(M @ M.T / 8 + 0.3 * np.eye(8), dtype=torch.float32)  # symmetric positive definite
+    toy.prior_factor = L
+    sub = fit(toy, explained=0.999, n_samples=96, seed=1)
+    assert sub.k == 2
+    B = (L.T @ toy.A).double()
+    P_true = B @ torch.linalg.pinv(B)  # projector onto span(L^T A)
+    assert torch.linalg.norm(sub.W.double() @ sub.W.double().T - P_true) < 1e-3
+    assert torch.allclose(sub.basis, L @ sub.W, atol=1e-6)
+    q = torch.randn(4, 2)
+    assert torch.allclose(sub.q(sub.z(q)), q, atol=1e-4)
+    u = torch.randn(20000, 8, generator=torch.Generator().manual_seed(2))
+    qs = sub.q(toy.mu_cond + u @ L.T)
+    assert torch.allclose(torch.cov(qs.T), torch.eye(2), atol=0.05)
+    sub.save(tmp_path / "sub")
+    back = Subspace.load(tmp_path / "sub")
+    assert torch.allclose(back.prior_factor, L) and torch.allclose(back.z(q), sub.z(q), atol=1e-6)

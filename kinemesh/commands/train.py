@@ -27,6 +27,8 @@ def register(sub):
     p.add_argument("--no-scale", action="store_true", help="ablation: no random scale")
     p.add_argument("--no-resample", action="store_true", help="ablation: fixed point samples per instance")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--no-calibrate", action="store_true",
+                   help="skip the prior calibration at the end (see `kinemesh calibrate`)")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                    help="override any config field, e.g. --set model.component_rigid=false "
                         "--set train.kl_weight=0.02 (VALUE is JSON; repeatable)")
@@ -35,6 +37,7 @@ def register(sub):
 
 def run(args) -> int:
     import json
+    import os
     from pathlib import Path
 
     from kinemesh.model.config import preset
@@ -66,6 +69,11 @@ def run(args) -> int:
     result = train(config, opts)
     print(json.dumps({k: (round(v, 6) if isinstance(v, float) else v) for k, v in result.items()}))
     _plot_curves(opts.out)
+    if not args.no_calibrate and int(os.environ.get("RANK", "0")) == 0:
+        from kinemesh.model.calibration import calibrate_checkpoint
+
+        path, counts = calibrate_checkpoint(opts.out, opts.data, progress=not args.no_progress)
+        print(f"wrote {path} ({', '.join(f'{k} {n} poses' for k, n in counts.items())})")
     return 0
 
 

@@ -60,7 +60,10 @@ class NeuralInstanceDecoder:
     Attributes
     ----------
     latent_dim : int D.
-    mu_cond : (D,) prior mean of this instance (prior N(mu_cond, I)).
+    mu_cond : (D,) prior mean of this instance.
+    prior_factor : (D, D) L of the calibrated prior N(mu_cond, L L^T) (``kinemesh.model.calibration``),
+        or None for an uncalibrated checkpoint (prior N(mu_cond, I)).
+    prior_kind : the calibration kind used (articulated / elastic / cloth / all), None if uncalibrated.
     rest_points : (P, 3) sampled surface points of the rest mesh, metres.
     rest_vertices : (N, 3) rest mesh vertices, metres.
     faces : (M, 3) int64 numpy faces.
@@ -69,7 +72,8 @@ class NeuralInstanceDecoder:
     """
 
     def __init__(self, net: KinematicVAE, vertices: np.ndarray, faces: np.ndarray, n_points: int = 2048,
-                 seed: int = 0, k: int = 8, part_ids: np.ndarray | None = None):
+                 seed: int = 0, k: int = 8, part_ids: np.ndarray | None = None,
+                 prior_factor: np.ndarray | None = None, prior_kind: str | None = None):
         if vertices.ndim != 2 or vertices.shape[1] != 3 or len(vertices) < 3:
             raise ConfigError(f"instance(): vertices must be (n, 3) with n >= 3, got {vertices.shape}")
         if faces.ndim != 2 or faces.shape[1] != 3 or len(faces) == 0:
@@ -89,6 +93,11 @@ class NeuralInstanceDecoder:
         t = lambda a: torch.as_tensor(np.asarray(a), dtype=self.dtype, device=self.device)  # noqa: E731
         self.rest_points = t(pts)
         self.rest_vertices = t(vertices)
+        D = self.cfg.latent_dim
+        if prior_factor is not None and np.shape(prior_factor) != (D, D):
+            raise ConfigError(f"instance(): prior_factor must be ({D}, {D}), got {np.shape(prior_factor)}")
+        self.prior_factor = None if prior_factor is None else t(prior_factor)
+        self.prior_kind = prior_kind if prior_factor is not None else None
         self._qn = t((np.asarray(pts) - self.center) * self.scale)  # normalised query points (P, 3)
         self._vn = t((vertices - self.center) * self.scale)  # normalised vertices (N, 3)
 
@@ -129,10 +138,11 @@ class NeuralInstanceDecoder:
         return self._weights[0] if self.cfg.head == "dq_skinning" else None
 
     def prior_sample(self, n: int, seed: int | None = 0, std: float = 1.0) -> torch.Tensor:
-        """n samples (n, D) of the instance prior N(mu_cond, std^2 I)."""
+        """n samples (n, D) of the instance prior N(mu_cond, std^2 L L^T) (L = ``prior_factor``)."""
         g = torch.Generator().manual_seed(int(seed)) if seed is not None else None
         eps = torch.randn(n, self.latent_dim, generator=g, dtype=torch.float64)
-        return self.mu_cond[None] + std * eps.to(self.dtype).to(self.device)
+        eps = eps.to(self.dtype).to(self.device)
+        return self.mu_cond[None] + std * (eps if self.prior_factor is None else eps @ self.prior_factor.T)
 
     def encode(self, deformed_vertices) -> tuple[torch.Tensor, torch.Tensor]:
         """Posterior q(z | phi) of a known deformation of this mesh (same topology, metres).
@@ -216,10 +226,13 @@ class NeuralInstanceDecoder:
 class KinematicModel:
     """A trained (or freshly initialised) conditional VAE with its configuration."""
 
-    def __init__(self, net: KinematicVAE, config: Config, info: dict | None = None):
+    def __init__(self, net: KinematicVAE, config: Config, info: dict | None = None,
+                 prior_factors: dict | None = None):
         self.net = net.eval()
         self.config = config
         self.info = dict(info or {})
+        self.prior_factors = prior_factors
+        """{kind: L (D, D)} of the calibrated prior (``kinemesh.model.calibration``), None = N(mu_cond, I)."""
 
     @property
     def latent_dim(self) -> int:
@@ -235,22 +248,39 @@ class KinematicModel:
         return self
 
     def instance(self, vertices, faces, n_points: int = 2048, seed: int = 0, k: int = 8,
-                 part_ids=None) -> NeuralInstanceDecoder:
+                 part_ids=None, kind: str | None = "auto") -> NeuralInstanceDecoder:
         """Bind the model to a rest mesh: vertices (n, 3) metres, faces (m, 3) -> ``InstanceDecoder``.
 
         ``n_points`` surface samples (seeded by ``seed``) carry the deformation; each vertex averages its
         ``k`` nearest samples on the same connected component (or the same part when ``part_ids`` (n,) is
-        given). Raises ConfigError on malformed arrays.
+        given). ``kind`` picks the calibrated prior (articulated / elastic / cloth; "auto" guesses it from the
+        mesh, None = the uncalibrated N(mu_cond, I)); a checkpoint without calibration always uses the
+        uncalibrated prior. Raises ConfigError on malformed arrays or an unknown kind.
         """
-        return NeuralInstanceDecoder(self.net, np.asarray(vertices, dtype=np.float64),
-                                     np.asarray(faces, dtype=np.int64), n_points=n_points, seed=seed, k=k,
-                                     part_ids=part_ids)
+        vertices = np.asarray(vertices, dtype=np.float64)
+        faces = np.asarray(faces, dtype=np.int64)
+        factor, used = None, None
+        if kind is not None and self.prior_factors:
+            from kinemesh.model.calibration import KINDS, guess_kind
+
+            if kind == "auto":
+                kind = guess_kind(vertices, faces, part_ids) if len(faces) else "all"
+            if kind not in KINDS and kind != "all":
+                raise ConfigError(f"instance(): kind {kind!r}: choose one of {KINDS}, all, auto or None")
+            used = kind if kind in self.prior_factors else "all"
+            factor = self.prior_factors[used]
+        return NeuralInstanceDecoder(self.net, vertices, faces, n_points=n_points, seed=seed, k=k,
+                                     part_ids=part_ids, prior_factor=factor, prior_kind=used)
 
     def prior(self, mesh, n_points: int = 2048, seed: int = 0) -> torch.distributions.Distribution:
-        """The instance prior N(mu_cond, I) of ``mesh`` (trimesh, (vertices, faces) or path) over z (D,)."""
+        """The (calibrated) instance prior N(mu_cond, L L^T) of ``mesh`` (trimesh, (vertices, faces) or path)
+        over z (D,)."""
         inst = self.instance(*_as_mesh_arrays(mesh), n_points=n_points, seed=seed)
-        return torch.distributions.Independent(
-            torch.distributions.Normal(inst.mu_cond, torch.ones_like(inst.mu_cond)), 1)
+        L = inst.prior_factor
+        if L is None:
+            return torch.distributions.Independent(
+                torch.distributions.Normal(inst.mu_cond, torch.ones_like(inst.mu_cond)), 1)
+        return torch.distributions.MultivariateNormal(inst.mu_cond, covariance_matrix=L @ L.T)
 
     def decode(self, z: torch.Tensor, mesh, n_points: int = 2048, seed: int = 0) -> torch.Tensor:
         """Deformed vertices (..., N, 3) metres of ``mesh`` at latent states z (..., D)."""
@@ -258,16 +288,24 @@ class KinematicModel:
         return inst.vertices(z)
 
     def save(self, folder: str | os.PathLike) -> Path:
-        """Write ``config.json`` + ``model.safetensors``."""
-        return save_weights(self.net, self.config, folder, extra=self.info)
+        """Write ``config.json`` + ``model.safetensors`` (+ ``prior_calibration.safetensors`` if calibrated)."""
+        out = save_weights(self.net, self.config, folder, extra=self.info)
+        if self.prior_factors:
+            from kinemesh.model.calibration import save_calibration
+
+            save_calibration(folder, {k: L @ L.T for k, L in self.prior_factors.items()},
+                             {"source": "KinematicModel.save"})
+        return out
 
     @classmethod
     def load(cls, folder: str | os.PathLike, device: str = "cpu") -> "KinematicModel":
         """Read a checkpoint folder. Raises InputFileError / ConfigError."""
+        from kinemesh.model.calibration import load_calibration
+
         config, info = read_config(folder)
         net = KinematicVAE(config.model)
         load_weights(net, folder)
-        return cls(net.to(device), config, info)
+        return cls(net.to(device), config, info, load_calibration(folder, config.model.latent_dim))
 
 
 def untrained_model(preset_name: str = "cpu-small", seed: int = 0, device: str = "cpu") -> KinematicModel:

@@ -2,7 +2,10 @@
 
 The latent z (D,) of an instance decoder is compressed to reduced coordinates q (k,) with
 ``z = mu_cond + W q``, where the columns of W (D, k) are the top eigenvectors of an outer-product matrix C
-estimated by Monte Carlo over the instance prior z ~ N(mu_cond, I):
+estimated by Monte Carlo over the instance prior. With a calibrated prior N(mu_cond, L L^T)
+(``kinemesh.model.calibration``; L = I for an uncalibrated checkpoint) everything happens in the whitened
+coordinates u (z = mu_cond + L u, u ~ N(0, I)): C is the matrix of derivatives with respect to u and
+``z = mu_cond + L W q``:
 
 ``"gradient"`` (the paper's choice, Sec. 4.3)
     C = E_z[grad G grad G^T] with the scalar G(z) = ||delta_pred(z)||_2, the 2-norm of the predicted
@@ -13,8 +16,8 @@ estimated by Monte Carlo over the instance prior z ~ N(mu_cond, I):
     E_v[(J^T v)(J^T v)^T] = J^T J for v ~ N(0, I). A direction gets a large eigenvalue exactly when it moves
     the points, which is what inverse kinematics and the kinetic energy T = 1/2 m |J qdot|^2 care about.
 
-Both cost one backward pass per probe. Because W is orthonormal and the prior is N(mu_cond, I), q is
-distributed N(0, I_k) under the prior, so "3 standard deviations" means |q_i| <= 3 in both spaces.
+Both cost one backward pass per probe. Because W is orthonormal and u ~ N(0, I), q = W^T u is distributed
+N(0, I_k) under the prior, so "3 standard deviations" means |q_i| <= 3 in both spaces.
 """
 
 from __future__ import annotations
@@ -37,12 +40,14 @@ METHODS = ("jacobian", "gradient")
 
 @dataclass
 class Subspace:
-    """A reduced coordinate system of one instance: ``z = mu_cond + W q``.
+    """A reduced coordinate system of one instance: ``z = mu_cond + L W q``.
 
     Attributes
     ----------
-    W : (D, k) float32 tensor, orthonormal columns (top eigenvectors of C, descending eigenvalue).
+    W : (D, k) float32 tensor, orthonormal columns (top eigenvectors of C, descending eigenvalue), in the
+        whitened coordinates u of the prior.
     mu_cond : (D,) float32 tensor, the instance prior mean.
+    prior_factor : (D, D) float32 tensor L of the prior N(mu_cond, L L^T), or None for L = I.
     eigenvalues : (D,) float64 numpy array, the full spectrum of C, descending.
     method : "jacobian" or "gradient", how C was estimated.
     n_samples : int, the number of prior samples used.
@@ -53,6 +58,12 @@ class Subspace:
     eigenvalues: np.ndarray
     method: str = "jacobian"
     n_samples: int = 0
+    prior_factor: torch.Tensor | None = None
+
+    @property
+    def basis(self) -> torch.Tensor:
+        """(D, k) float32 L W: the latent direction of each reduced coordinate."""
+        return self.W if self.prior_factor is None else self.prior_factor.float() @ self.W.float()
 
     @property
     def k(self) -> int:
@@ -70,13 +81,15 @@ class Subspace:
 
     def z(self, q: torch.Tensor) -> torch.Tensor:
         """Latent of reduced coordinates. q: (..., k) -> (..., D)."""
-        W = self.W.to(q)
-        return self.mu_cond.to(q) + q @ W.T
+        return self.mu_cond.to(q) + q @ self.basis.to(q).T
 
     def q(self, z: torch.Tensor) -> torch.Tensor:
-        """Orthogonal projection of a latent onto the subspace. z: (..., D) -> (..., k)."""
-        W = self.W.to(z)
-        return (z - self.mu_cond.to(z)) @ W
+        """Projection of a latent onto the subspace (orthogonal in the whitened coordinates u).
+        z: (..., D) -> (..., k)."""
+        dz = z - self.mu_cond.to(z)
+        if self.prior_factor is not None:
+            dz = torch.linalg.solve(self.prior_factor.to(z), dz.reshape(-1, dz.shape[-1]).T).T.reshape(dz.shape)
+        return dz @ self.W.to(z)
 
     # ------------------------------------------------------------------ io
     def save(self, folder: str | Path) -> Path:
@@ -92,6 +105,8 @@ class Subspace:
             "mu_cond": self.mu_cond.detach().float().contiguous().cpu(),
             "eigenvalues": torch.as_tensor(np.asarray(self.eigenvalues, dtype=np.float64)).contiguous(),
         }
+        if self.prior_factor is not None:
+            tensors["prior_factor"] = self.prior_factor.detach().float().contiguous().cpu()
         with atomic_path(folder / "subspace.safetensors") as tmp:
             save_file(tensors, str(tmp))
         info = {
@@ -130,8 +145,11 @@ class Subspace:
         W, mu = t["W"].float(), t["mu_cond"].float()
         if W.ndim != 2 or mu.shape != (W.shape[0],) or not torch.isfinite(W).all():
             raise InputFileError(st, f"W {tuple(W.shape)} and mu_cond {tuple(mu.shape)} are inconsistent")
+        L = t.get("prior_factor")
+        if L is not None and (L.shape != (W.shape[0], W.shape[0]) or not torch.isfinite(L).all()):
+            raise InputFileError(st, f"prior_factor {tuple(L.shape)} does not match W {tuple(W.shape)}")
         return cls(W, mu, t["eigenvalues"].double().numpy(), str(info.get("method", "jacobian")),
-                   int(info.get("n_samples", 0)))
+                   int(info.get("n_samples", 0)), None if L is None else L.float())
 
     def plot_spectrum(self, path: str | Path) -> Path:
         """Write a PNG of the eigen-spectrum with the kept k marked (kinemesh.viz.plots.plot_spectrum)."""
@@ -162,7 +180,8 @@ def outer_product_matrix(
 
     Parameters
     ----------
-    n_samples : number of prior samples z ~ N(mu_cond, prior_scale^2 I).
+    n_samples : number of prior samples z = mu_cond + L u, u ~ N(0, prior_scale^2 I), L the decoder's
+        ``prior_factor`` (identity when it has none); C is taken with respect to u.
     method : "jacobian" (C = E[J^T J] / P, ``n_probes`` random probes per sample) or "gradient"
         (C = E[grad G grad G^T], G = ||delta_pred||_2, the paper's Sec. 4.3).
     batch : latents decoded per forward pass. The decoder must treat batch entries independently.
@@ -173,6 +192,8 @@ def outer_product_matrix(
         raise ConfigError("active subspace: n_samples, batch and n_probes must be >= 1")
     mu = decoder.mu_cond.detach()
     D = int(mu.shape[-1])
+    L = getattr(decoder, "prior_factor", None)
+    L = None if L is None else torch.as_tensor(L).detach().to(mu.dtype)
     rest = decoder.rest_points.detach()
     P = int(rest.shape[0])
     gen = torch.Generator().manual_seed(seed)
@@ -186,17 +207,18 @@ def outer_product_matrix(
     while done < n_samples:
         b = min(batch, n_samples - done)
         eps = torch.randn(b, D, generator=gen, dtype=mu.dtype)
-        z = (mu + prior_scale * eps).requires_grad_(True)
+        u = (prior_scale * eps).requires_grad_(True)
+        z = mu + (u if L is None else u @ L.T)
         pts = decoder.points(z)  # (b, P, 3)
         if method == "gradient":
             G = _deformation_norm(pts, rest)
-            (g,) = torch.autograd.grad(G.sum(), z)
+            (g,) = torch.autograd.grad(G.sum(), u)
             g = g.double()
             C += g.T @ g
         else:
             for i in range(n_probes):
                 v = torch.randn(pts.shape, generator=gen, dtype=pts.dtype)
-                (g,) = torch.autograd.grad(pts, z, grad_outputs=v, retain_graph=i < n_probes - 1)
+                (g,) = torch.autograd.grad(pts, u, grad_outputs=v, retain_graph=i < n_probes - 1)
                 g = g.double()
                 C += (g.T @ g) / (n_probes * P)
         done += b
@@ -257,7 +279,9 @@ def fit(
     # deterministic sign: largest-magnitude entry of every column positive
     idx = W.abs().argmax(0)
     W = W * torch.where(W[idx, torch.arange(k)] < 0, -1.0, 1.0)
-    sub = Subspace(W, decoder.mu_cond.detach().float().clone(), evals.numpy(), method, n_samples)
+    L = getattr(decoder, "prior_factor", None)
+    sub = Subspace(W, decoder.mu_cond.detach().float().clone(), evals.numpy(), method, n_samples,
+                   None if L is None else torch.as_tensor(L).detach().float().clone())
     log.debug("active subspace (%s): k=%d of D=%d, explained %.4f", method, k, D, sub.explained)
     return sub
 
