@@ -273,6 +273,7 @@ def test_train_command_plots_training_curves(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(model_train, "train", fake_train)
     out = tmp_path / "run"
-    assert main(["train", "--data", str(tmp_path), "--out", str(out), "--preset", "tiny"]) == 0
+    assert main(["train", "--data", str(tmp_path), "--out", str(out), "--preset", "tiny",
+                 "--no-calibrate"]) == 0
     assert (out / "training_curves.png").is_file()
     assert "training_curves.png" in capsys.readouterr().out

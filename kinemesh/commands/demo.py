@@ -129,8 +129,11 @@ def _spec(name: str, vertices, faces, frames: int, fps: float, part_ids=None, ob
     if name == "toy":
         kind = "elastic"
         vid = int(np.argmax(v[:, 2]))
+        # a free body: it rests on a floor under gravity, so the poke squashes and shoves it rather than
+        # sending it drifting off (the model's rigid-body coordinates move it as a whole)
         return SimulationSpec(kind=kind, frames=frames, fps=fps, poke_vertex=vid, impulse=(0.0, 1.0, 0.0),
-                              poke_speed=0.15), f"poke at vertex {vid} (0.15 m/s)"
+                              poke_speed=0.5, gravity=True, floor="auto"), \
+            f"poke at vertex {vid} (0.5 m/s), on the floor under gravity"
     kind = "cloth" if guess_kind(v, faces) == "cloth" else "elastic"
     pins = tuple(int(i) for i in np.where(v[:, 0] <= v[:, 0].min() + 0.02 * np.ptp(v[:, 0]))[0])
     return SimulationSpec(kind=kind, frames=frames, fps=fps, gravity=True, pins=pins,
@@ -186,7 +189,7 @@ def run(args) -> int:
         spec, action = _spec(name, vertices, faces, args.frames, args.fps, part_ids, obj)
         spec.barrier_radius = float(args.barrier_radius)
         dec = reduced_decoder(model, vertices, faces, k_q=min(args.k_q, model.latent_dim), n_points=args.points,
-                              part_ids=part_ids)
+                              part_ids=part_ids, kind=spec.kind)
         try:
             result = simulate_scene(dec, vertices, faces, spec, part_ids=part_ids, progress=False, category=name)
         except SimulationDivergedError as exc:  # report it, keep going with the other examples

@@ -34,6 +34,22 @@ def _ids(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"expected comma-separated vertex ids, got {text!r}") from None
 
 
+def _floor(text: str):
+    """--floor: a height in metres or "auto" (resolved against the mesh later)."""
+    import argparse
+    import math
+
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        z = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a height in metres or auto, got {text!r}") from None
+    if not math.isfinite(z):
+        raise argparse.ArgumentTypeError(f"floor height must be finite, got {text!r}")
+    return z
+
+
 def add_simulation_arguments(p) -> None:
     """Options shared by ``simulate`` (and reused by scripts): physics and integration."""
     g = p.add_argument_group("physics")
@@ -49,6 +65,15 @@ def add_simulation_arguments(p) -> None:
     g.add_argument("--mass", type=float, default=None, help="total mass in kg (default: density x volume)")
     g.add_argument("--density", type=float, default=None,
                    help="kg/m^3 (cloth kg/m^2); default per kind: 300 / 1000 / 0.3")
+    g.add_argument("--young", type=float, default=None, metavar="PA",
+                   help="Young's modulus of an elastic object; sets the default stiffness to sqrt(E/rho)/(2 L)")
+    g.add_argument("--floor", type=_floor, default=None, metavar="Z|auto",
+                   help="a floor at height Z m (auto: under the mesh's lowest point) with penalty contact "
+                        "and friction")
+    g.add_argument("--friction", type=float, default=0.8, help="floor friction coefficient (default 0.8)")
+    g.add_argument("--no-rigid", action="store_true",
+                   help="no rigid-body coordinates (by default elastic and cloth objects can also translate and "
+                        "turn as a whole; articulated objects keep a fixed base)")
     g.add_argument("--barrier-radius", type=float, default=3.0, metavar="STD",
                    help="soft barrier on each reduced coordinate beyond this many prior standard deviations "
                         "(default 3; raise it for a checkpoint whose prior is narrower than the states it decodes)")
@@ -123,7 +148,9 @@ def spec_from_args(args):
         lead_in=args.lead_in, poke_vertex=args.poke, impulse=args.impulse, velocity=args.velocity,
         poke_speed=args.poke_speed,
         velocity_vertices=vertices if args.velocity is not None and args.action != "drag" else (),
-        wind=args.wind, seed=args.seed, barrier_radius=getattr(args, "barrier_radius", 3.0))
+        wind=args.wind, seed=args.seed, barrier_radius=getattr(args, "barrier_radius", 3.0),
+        young=getattr(args, "young", None), floor=getattr(args, "floor", None),
+        friction=getattr(args, "friction", 0.8), rigid=False if getattr(args, "no_rigid", False) else None)
 
 
 def resolve_checkpoint(checkpoint):
@@ -142,15 +169,17 @@ def resolve_checkpoint(checkpoint):
 
 
 def reduced_decoder(model, vertices, faces, k_q: int = 8, n_points: int = 1024, seed: int = 0,
-                    n_samples: int = 32, part_ids=None):
-    """Bind ``model`` to the mesh and reduce it to ``k_q`` active coordinates: a ReducedDecoder."""
+                    n_samples: int = 32, part_ids=None, kind: str = "auto"):
+    """Bind ``model`` to the mesh and reduce it to ``k_q`` active coordinates: a ReducedDecoder.
+
+    ``kind`` (articulated / elastic / cloth / auto) selects the calibrated prior the subspace is taken in."""
     from kinemesh.dynamics.scene import torch_threads
     from kinemesh.errors import ConfigError
     from kinemesh.reduce import ReducedDecoder, fit
 
     if n_points < 16:
         raise ConfigError(f"--points must be >= 16, got {n_points}")
-    inst = model.instance(vertices, faces, n_points=n_points, seed=seed, part_ids=part_ids)
+    inst = model.instance(vertices, faces, n_points=n_points, seed=seed, part_ids=part_ids, kind=kind)
     if not 1 <= k_q <= inst.latent_dim:
         raise ConfigError(f"--k-q {k_q}: must be between 1 and the latent dimension {inst.latent_dim}")
     with torch_threads(1):
@@ -210,7 +239,8 @@ def run(args) -> int:
             raise ConfigError(f"vertex id {vid} is out of range: {args.mesh} has {n} vertices (ids 0..{n - 1})")
     ckpt = resolve_checkpoint(args.checkpoint)
     model = load_model(ckpt, device=args.device).to(dtype=torch.float64)
-    dec = reduced_decoder(model, vertices, faces, k_q=args.k_q, n_points=args.points, seed=args.seed)
+    dec = reduced_decoder(model, vertices, faces, k_q=args.k_q, n_points=args.points, seed=args.seed,
+                          kind=spec.kind)
     result = simulate_scene(dec, vertices, faces, spec, progress=True,
                             category=str(getattr(args, "category", "unknown")))
     paths = write_outputs(result, args.out, args.video, args.npz, args.plot_energy, fps=spec.fps)

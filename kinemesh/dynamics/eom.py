@@ -102,7 +102,7 @@ def _barrier(system: System, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
     if system.barrier_stiffness == 0:
         return q.new_zeros(()), torch.zeros_like(q)
     d = q - system.prior_mean
-    excess = (d.abs() - system.barrier_radius).clamp_min(0.0)
+    excess = (d.abs() - system.barrier_radius).clamp_min(0.0) * system.latent
     e = system.barrier_stiffness / 3.0 * (excess ** 3).sum()
     return e, system.barrier_stiffness * excess * excess * torch.sign(d)
 
@@ -125,7 +125,7 @@ def potential_energy(system: System, q: torch.Tensor, x: torch.Tensor | None = N
             x = system.decoder.points(q.to(dt)).double()
     q = q.double()
     V = -(system.point_mass[:, None] * (x - _rest_points(system)) * system.gravity).sum()
-    dq = q - system.q_rest
+    dq = (q - system.q_rest) * system.latent
     V = V + 0.5 * system.stiffness * (dq * dq).sum()
     V = V + _barrier(system, q)[0]
     rp = system.decoder.rest_points.detach().double()
@@ -141,13 +141,16 @@ def kinetic_energy(system: System, qd: torch.Tensor, J: torch.Tensor) -> torch.T
 
 
 def generalized_forces(system: System, q: torch.Tensor, kin: Kinematics, t: float) -> torch.Tensor:
-    """-dV/dq + J^T f_ext (k,) newton-metres per unit q (no damping, no velocity-product term)."""
+    """-dV/dq + J^T f_ext (k,) newton-metres per unit q (no damping, no velocity-product term). Floor contact
+    uses the point velocities ``kin.xd`` (zero when absent)."""
     J = kin.J
     m = system.point_mass
     f = m[:, None] * system.gravity[None, :]  # gravity on every point (P, 3)
     rp = system.decoder.rest_points.detach().double()
     for force in system.forces:
-        if hasattr(force, "point_forces"):
+        if hasattr(force, "contact_forces"):
+            f = f + force.contact_forces(kin.x, kin.xd, m)
+        elif hasattr(force, "point_forces"):
             f = f + force.point_forces()
         elif force.t_start <= t < force.t_end:
             f = f + force.handles.spread(force.force, system.n_points)
@@ -155,7 +158,7 @@ def generalized_forces(system: System, q: torch.Tensor, kin: Kinematics, t: floa
     for s in system.springs:
         r = s.handles.positions(kin.x, rp) - s.target  # (h, 3)
         Q = Q - s.stiffness * torch.einsum("ihc,hc->i", s.handles.jacobian(J), r)
-    Q = Q - system.stiffness * (q - system.q_rest)
+    Q = Q - system.stiffness * (q - system.q_rest) * system.latent
     Q = Q - _barrier(system, q)[1]
     return Q
 
@@ -169,11 +172,18 @@ def acceleration(system: System, q: torch.Tensor, qd: torch.Tensor, t: float = 0
     rhs = generalized_forces(system, q, kin, t)
     rhs = rhs - torch.einsum("ipc,p,pc->i", kin.J, system.point_mass, kin.hqq)
     if system.damping_mass:
-        rhs = rhs - system.damping_mass * (M @ qd)
+        rhs = rhs - system.damping_mass * damping_matrix(system, M) @ qd
     if system.damping_stiffness and system.stiffness:
-        rhs = rhs - system.damping_stiffness * system.stiffness * qd
+        rhs = rhs - system.damping_stiffness * system.stiffness * system.latent * qd
     qdd = _solve(M, rhs)
     return (qdd, kin, M) if return_kinematics else qdd
+
+
+def damping_matrix(system: System, M: torch.Tensor) -> torch.Tensor:
+    """P M P (k, k): the mass matrix restricted to the latent coordinates (Rayleigh damping acts on
+    deformation, not on the rigid-body motion of a free body)."""
+    p = system.latent
+    return M * p[:, None] * p[None, :]
 
 
 def _solve(M: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:

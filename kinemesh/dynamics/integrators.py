@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from kinemesh.dynamics.eom import acceleration, energies
-from kinemesh.dynamics.system import State, System
+from kinemesh.dynamics.eom import acceleration, damping_matrix, energies
+from kinemesh.dynamics.system import Floor, State, System
 from kinemesh.errors import ConfigError, SimulationDivergedError
 
 log = logging.getLogger(__name__)
@@ -40,15 +40,42 @@ def stiffness_matrix(system: System, q: torch.Tensor, J: torch.Tensor) -> torch.
     """Gauss-Newton approximation of d2V/dq2 (k, k): latent spring + barrier + J_h^T k_s J_h of the springs
     (gravity and curvature terms left out). Used only to precondition the implicit solve."""
     k = q.shape[0]
-    K = system.stiffness * torch.eye(k, dtype=torch.float64)
+    K = torch.diag(system.stiffness * system.latent)
     if system.barrier_stiffness:
         d = q - system.prior_mean
-        excess = (d.abs() - system.barrier_radius).clamp_min(0.0)
+        excess = (d.abs() - system.barrier_radius).clamp_min(0.0) * system.latent
         K = K + torch.diag(2.0 * system.barrier_stiffness * excess)
     for s in system.springs:
         Jh = s.handles.jacobian(J).reshape(k, -1)
         K = K + s.stiffness * Jh @ Jh.T
     return K
+
+
+def contact_matrices(system: System, x: torch.Tensor, xd: torch.Tensor | None,
+                     J: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Gauss-Newton stiffness and damping (k, k) of the floor contacts at points x (P, 3), velocities xd:
+    K_c = sum_p m_p k Jz_p Jz_p^T and C_c = sum_p m_p c Jz_p Jz_p^T + mu f_n / s (Jx Jx^T + Jy Jy^T) over the
+    points in contact. Used only to precondition the implicit solve (contact is stiff)."""
+    k = J.shape[0]
+    K = torch.zeros(k, k, dtype=torch.float64)
+    C = torch.zeros(k, k, dtype=torch.float64)
+    for floor in system.forces:
+        if not isinstance(floor, Floor):
+            continue
+        inside = (floor.height - x[:, 2]) > 0
+        if not bool(inside.any()):
+            continue
+        m = system.point_mass[inside]
+        Jc = J[:, inside, :]  # (k, c, 3)
+        kf = floor.stiffness
+        K = K + kf * torch.einsum("ip,p,jp->ij", Jc[..., 2], m, Jc[..., 2])
+        C = C + 2.0 * floor.damping_ratio * kf ** 0.5 * torch.einsum("ip,p,jp->ij", Jc[..., 2], m, Jc[..., 2])
+        if floor.friction > 0:
+            fn = floor.contact_forces(x, xd, system.point_mass)[inside, 2]
+            vt = torch.zeros(int(inside.sum()), 2, dtype=torch.float64) if xd is None else xd[inside, :2]
+            w = floor.friction * fn / torch.sqrt((vt * vt).sum(-1) + floor.slip_speed ** 2)
+            C = C + torch.einsum("ipc,p,jpc->ij", Jc[..., :2], w, Jc[..., :2])
+    return K, C
 
 
 def velocity_coupling(system: System, q: torch.Tensor, v: torch.Tensor, h: float = 1e-4) -> torch.Tensor:
@@ -87,7 +114,6 @@ def step_midpoint(system: System, state: State, dt: float, tol: float = 1e-6, ma
         a = acceleration(system, q0, v0, t0)
     v1 = v0 + dt * a
     k = q0.shape[0]
-    eye = torch.eye(k, dtype=torch.float64)
     C = None
     prev = math.inf
     delta = math.inf
@@ -97,12 +123,14 @@ def step_midpoint(system: System, state: State, dt: float, tol: float = 1e-6, ma
         R = v1 - v0 - dt * am
         K = stiffness_matrix(system, qm, kin.J)
         if system.damping_stiffness and system.stiffness:
-            K_d = system.damping_stiffness * system.stiffness * eye
+            K_d = system.damping_stiffness * system.stiffness * torch.diag(system.latent)
         else:
             K_d = torch.zeros_like(K)
         if C is None:
             C = velocity_coupling(system, qm, 0.5 * (v0 + v1))
-        A = M + 0.25 * dt * dt * K + 0.5 * dt * (system.damping_mass * M + K_d + C)
+        K_c, C_c = contact_matrices(system, kin.x, kin.xd, kin.J)
+        A = (M + 0.25 * dt * dt * (K + K_c)
+             + 0.5 * dt * (system.damping_mass * damping_matrix(system, M) + K_d + C + C_c))
         dv = -torch.linalg.solve(A, M @ R)
         if not _finite(dv):
             raise StepRejected("non-finite state")
@@ -179,7 +207,7 @@ class Rollout:
 
 
 def _runaway(system: System, state: State, limit: float) -> bool:
-    return float((state.q - system.prior_mean).abs().max()) > limit
+    return float(((state.q - system.prior_mean) * system.latent).abs().max()) > limit
 
 
 def simulate(system: System, state0: State, n_frames: int, fps: float = 30.0, substeps: int = 2,

@@ -24,8 +24,10 @@ import torch
 from kinemesh.dynamics.boundary import impulse_velocity, solve_positions, solve_velocities
 from kinemesh.dynamics.eom import kinematics, mass_matrix
 from kinemesh.dynamics.integrators import INTEGRATORS, Rollout, simulate
-from kinemesh.dynamics.system import PointForce, Spring, State, System, Wind, make_handles
+from kinemesh.dynamics.floating import FloatingDecoder
+from kinemesh.dynamics.system import Floor, PointForce, Spring, State, System, Wind, make_handles
 from kinemesh.errors import ConfigError
+from kinemesh.model.calibration import guess_kind  # noqa: F401  (re-exported: the kind of a mesh)
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +67,10 @@ class SimulationSpec:
     """Rayleigh mass-proportional damping alpha in 1/s; None = kind default."""
     density: float | None = None
     """kg/m^3 (cloth: kg/m^2); None = kind default. Ignored when ``mass`` is given."""
+    young: float | None = None
+    """Young's modulus E (Pa) of an elastic object. When ``stiffness`` is None it sets the latent stiffness to
+    the lowest free vibration of a body of that material and size, f = sqrt(E / rho) / (2 L) (the
+    fundamental of a free-free bar of length L = the largest extent; rho from the mass and volume)."""
     mass: float | None = None
     """Total mass in kg (overrides density)."""
     pins: tuple = ()
@@ -93,6 +99,15 @@ class SimulationSpec:
     force: tuple | None = None
     barrier_radius: float = 3.0
     """Soft barrier beyond this many prior standard deviations."""
+    rigid: bool | None = None
+    """Give the object six rigid-body coordinates (a floating frame, ``kinemesh.dynamics.floating``) so it
+    can translate and turn as a whole; None = yes for elastic and cloth objects (free bodies; their model
+    holds deformation only), no for articulated ones (fixed base)."""
+    floor: float | str | None = None
+    """Height (m) of a floor the object's points cannot pass (penalty contact with friction); "auto" = at the
+    mesh's lowest point (the object rests on it); None = no floor."""
+    friction: float = 0.8
+    """Floor friction coefficient mu."""
     max_dq: float = 0.25
     """Latent CFL bound: substeps are added so that no reduced coordinate moves more than this many prior
     standard deviations per step (the decoder is nonlinear over a few std)."""
@@ -120,28 +135,6 @@ def _vec(v, name: str) -> np.ndarray:
     if a.shape != (3,) or not np.isfinite(a).all():
         raise ConfigError(f"{name} must be three finite numbers X,Y,Z, got {v!r}")
     return a
-
-
-def guess_kind(vertices: np.ndarray, faces: np.ndarray) -> str:
-    """articulated | elastic | cloth from the mesh alone (see ``SimulationSpec.kind``)."""
-    import trimesh
-
-    m = trimesh.Trimesh(vertices, faces, process=False)
-    ext = np.sort(np.ptp(np.asarray(vertices), axis=0))
-    if not m.is_watertight and ext[0] < 0.05 * ext[2]:
-        return "cloth"
-    from kinemesh.model.api import connected_components
-
-    # merge coincident vertices first (files often split vertices along UV/normal seams)
-    _, inverse = np.unique(np.round(np.asarray(vertices, dtype=np.float64) / (1e-6 * max(ext[2], 1e-12))),
-                           axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    labels = connected_components(int(inverse.max()) + 1, inverse[np.asarray(faces)])
-    counts = np.bincount(labels)
-    # a soft toy can have a separate shell or two; cabinets, ovens, laptops have body + parts + handles
-    if (counts >= max(8, 0.02 * len(vertices))).sum() >= 3:
-        return "articulated"
-    return "elastic"
 
 
 def total_mass(vertices: np.ndarray, faces: np.ndarray, kind: str, density: float) -> float:
@@ -173,9 +166,10 @@ def _point_normals_areas(decoder, vertices: np.ndarray, faces: np.ndarray):
 
 
 def mean_generalized_mass(system: System, q=None) -> float:
-    """trace(M(q)) / k at q (default q_rest), kg m^2 per unit q^2."""
+    """Mean diagonal of M(q) over the latent coordinates at q (default q_rest), kg m^2 per unit q^2."""
     kin = kinematics(system, system.q_rest if q is None else q)
-    return float(torch.trace(mass_matrix(system, kin.J))) / system.dim
+    p = system.latent
+    return float((torch.diagonal(mass_matrix(system, kin.J)) * p).sum() / p.sum().clamp_min(1.0))
 
 
 def rest_state(system: System, n_handles: int = 128, seed: int = 0) -> tuple[torch.Tensor, float]:
@@ -208,6 +202,8 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
     d = KIND_DEFAULTS[kind]
     stiff_hz = d["stiffness"] if spec.stiffness is None else float(spec.stiffness)
     alpha = d["damping"] if spec.damping is None else float(spec.damping)
+    if spec.young is not None and not (math.isfinite(spec.young) and spec.young > 0):
+        raise ConfigError(f"young (Young's modulus) must be > 0 Pa, got {spec.young}")
     for name, v in (("stiffness", stiff_hz), ("damping", alpha), ("pin_frequency", spec.pin_frequency)):
         if not (math.isfinite(v) and v >= 0):
             raise ConfigError(f"{name} must be a finite number >= 0, got {v}")
@@ -220,12 +216,45 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
         if not (math.isfinite(dens) and dens > 0):
             raise ConfigError(f"density must be > 0, got {dens}")
         mtot = total_mass(vertices, faces, kind, dens)
+    if spec.young is not None and spec.stiffness is None and kind == "elastic":
+        rho = mtot / max(total_mass(vertices, faces, kind, 1.0), 1e-12)  # kg / m^3
+        size = max(float(np.ptp(vertices, axis=0).max()), 1e-9)
+        stiff_hz = math.sqrt(float(spec.young) / rho) / (2.0 * size)
+    for name, v in (("friction", spec.friction),):
+        if not (math.isfinite(v) and v >= 0):
+            raise ConfigError(f"{name} must be a finite number >= 0, got {v}")
+    floor = spec.floor
+    if isinstance(floor, str):
+        if floor != "auto":
+            raise ConfigError(f"floor must be a height in metres or 'auto', got {floor!r}")
+        floor = float(vertices[:, 2].min())
+    if floor is not None and not math.isfinite(float(floor)):
+        raise ConfigError(f"floor height must be finite, got {floor}")
+    rigid = (kind in ("elastic", "cloth")) if spec.rigid is None else bool(spec.rigid)
+    if rigid:
+        decoder = FloatingDecoder(decoder)
     P = int(decoder.rest_points.shape[0])
     k = int(decoder.mu_cond.shape[-1])
     g = (0.0, 0.0, -9.81) if spec.gravity else (0.0, 0.0, 0.0)
     system = System(decoder, torch.full((P,), mtot / P, dtype=torch.float64), torch.zeros(k, dtype=torch.float64),
-                    gravity=g, damping_mass=alpha, barrier_radius=spec.barrier_radius, derivatives=derivatives)
-    q_rest, rest_rms = rest_state(system, seed=spec.seed)
+                    gravity=g, damping_mass=alpha, barrier_radius=spec.barrier_radius, derivatives=derivatives,
+                    elastic_mask=decoder.elastic_mask if rigid else None)
+    if floor is not None:
+        rest_min = float(decoder.rest_points.detach()[:, 2].min())
+        if rest_min < float(floor) - 1e-3 * max(float(np.ptp(vertices, axis=0).max()), 1e-9):
+            log.warning("the mesh starts %.3g m below the floor; contact pushes it up", float(floor) - rest_min)
+        # contact carries a point's weight at 0.2 % of the object's size: stiff enough that a narrow object
+        # standing on its edge stays up (the rotational stiffness k w^2 / 12 of the contact patch must beat
+        # the toppling torque g h of the centroid height) and soft enough for a few substeps per frame
+        size = max(float(np.ptp(vertices, axis=0).max()), 1e-6)
+        system.forces.append(Floor(float(floor), friction=float(spec.friction), depth=2e-3 * size))
+    if rigid:  # the rest state has no rigid motion: solve the deformation alone, then append zeros
+        inner = System(decoder.decoder, system.point_mass, torch.zeros(decoder.k_latent, dtype=torch.float64),
+                       derivatives=derivatives)
+        q_lat, rest_rms = rest_state(inner, seed=spec.seed)
+        q_rest = torch.cat([q_lat, torch.zeros(k - decoder.k_latent, dtype=torch.float64)])
+    else:
+        q_rest, rest_rms = rest_state(system, seed=spec.seed)
     system.q_rest = q_rest
     mbar = mean_generalized_mass(system)
     # A small latent inertia (1 % of the mean generalized mass) on every reduced coordinate: directions that
@@ -235,7 +264,8 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
     system.latent_inertia = LATENT_INERTIA * mbar
     system.stiffness = (2 * math.pi * stiff_hz) ** 2 * mbar
     kin = kinematics(system, q_rest)
-    g_force = float(torch.einsum("ipc,pc->i", kin.J, system.point_mass[:, None] * system.gravity).abs().max())
+    g_force = float((torch.einsum("ipc,pc->i", kin.J, system.point_mass[:, None] * system.gravity).abs()
+                     * system.latent).max())
     # the barrier (cubic) balances 4x the gravity force or a 3 Hz spring at 0.5 std inside it
     system.barrier_stiffness = max(4.0 * g_force, (2 * math.pi * 3.0) ** 2 * mbar * 0.5) / 0.25
     if spec.pins:
@@ -250,7 +280,8 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
         fh = make_handles(decoder, [spec.force_vertex])
         system.forces.append(PointForce(fh, torch.as_tensor(_vec(spec.force, "force"))[None]))
     info = {"kind": kind, "mass_kg": mtot, "stiffness_hz": stiff_hz, "damping_per_s": alpha,
-            "latent_stiffness": system.stiffness, "mean_generalized_mass": mbar, "k_q": k, "points": P,
+            "latent_stiffness": system.stiffness, "mean_generalized_mass": mbar, "k_q": k - 6 * rigid,
+            "rigid_body": rigid, "floor": floor, "points": P,
             "rest_fit_rms_m": rest_rms, "gravity": list(g)}
     return system, info
 
@@ -349,9 +380,13 @@ def decode_vertices(decoder, q: np.ndarray, chunk: int = 8, rest_offset: np.ndar
     out = []
     with torch.no_grad():
         for i in range(0, len(q), chunk):
-            v = decoder.vertices(torch.as_tensor(np.asarray(q[i:i + chunk]), dtype=dt)).double().numpy()
-            if rest_offset is not None:
-                v = v + rest_offset
+            qi = torch.as_tensor(np.asarray(q[i:i + chunk]), dtype=dt)
+            if rest_offset is not None and isinstance(decoder, FloatingDecoder):  # the offset turns with the body
+                v = decoder.vertices(qi, body_offset=torch.as_tensor(rest_offset)).double().numpy()
+            else:
+                v = decoder.vertices(qi).double().numpy()
+                if rest_offset is not None:
+                    v = v + rest_offset
             out.append(v.astype(np.float32))
     frames = np.concatenate(out)
     if not np.isfinite(frames).all():
@@ -398,8 +433,8 @@ def run(decoder, vertices: np.ndarray, faces: np.ndarray, spec: SimulationSpec, 
                         progress=progress, max_dq=spec.max_dq)
         t2 = time.perf_counter()
         q_all = np.concatenate([lead, roll.q]) if len(lead) else roll.q
-        offset = rest_offset(decoder, system.q_rest) if rest_correction else None
-        frames = decode_vertices(decoder, q_all, rest_offset=offset)
+        offset = rest_offset(system.decoder, system.q_rest) if rest_correction else None
+        frames = decode_vertices(system.decoder, q_all, rest_offset=offset)
         t3 = time.perf_counter()
     info.update(rest_correction=bool(rest_correction), setup_s=t1 - t0, simulate_s=t2 - t1, decode_s=t3 - t2, energy_drift=roll.energy_drift,
                 step_warnings=roll.warnings, substeps_final=int(roll.substeps[-1]) if len(roll.substeps) > 1

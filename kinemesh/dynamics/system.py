@@ -6,13 +6,16 @@ coordinates q (k,)), every sampled surface point carries a mass m_p, and
 
     T(q, qd) = 1/2 sum_p m_p |J_p(q) qd|^2 + 1/2 m_reg |qd|^2          (kinetic energy, J = dx/dq)
     V(q)     = -sum_p m_p g . (x_p(q) - x_p(q_rest))                     (gravity)
-             + 1/2 k |q - q_rest|^2                                      (latent elastic term)
-             + k_b / 3 sum_i relu(|q_i - mu_i| - r)^3                    (soft barrier beyond r = 3 std)
+             + 1/2 k |P (q - q_rest)|^2                                  (latent elastic term)
+             + k_b / 3 sum_i P_i relu(|q_i - mu_i| - r)^3                (soft barrier beyond r = 3 std)
              + sum_springs 1/2 k_s |x_h(q) - target|^2                   (pins, held drags)
 
 m_reg is a tiny latent inertia so M(q) = J^T diag(m) J + m_reg I is invertible even when a latent direction
 moves no point; it is part of T, so energy is still conserved exactly. Non-conservative terms: external
-point forces and wind (projected with J^T) and Rayleigh damping -(alpha M(q) + beta k I) qd.
+point forces, wind and floor contact (projected with J^T) and Rayleigh damping -(alpha P M(q) P + beta k P) qd.
+P = diag(``elastic_mask``) selects the latent (deformation) coordinates; the rigid-body coordinates a
+``kinemesh.dynamics.floating.FloatingDecoder`` adds (rotation, translation) carry no elastic term, barrier or
+Rayleigh damping (a free body keeps its momentum).
 
 Everything is plain data (dataclasses); the functions in :mod:`kinemesh.dynamics.eom` evaluate it.
 """
@@ -182,6 +185,53 @@ class Wind:
 
 
 @dataclass
+class Floor:
+    """A horizontal floor z = ``height`` acting on the sampled points by penalty contact with friction.
+
+    Per point p of mass m_p below the floor (penetration d = height - z_p > 0):
+    normal force f_n = m_p max(k d - c vz, 0) (k = g / ``depth`` per kg: the object's weight is carried at
+    about ``depth`` of penetration; c = 2 zeta sqrt(k)), friction f_t = -mu f_n v_t / sqrt(|v_t|^2 + v_eps^2)
+    (regularised Coulomb). Forces (P, 3) in newtons, positions in metres.
+
+    Attributes
+    ----------
+    height : float, metres.
+    friction : mu (dimensionless).
+    depth : penetration (m) at which the contact carries a point's weight.
+    damping_ratio : zeta of the normal contact.
+    slip_speed : v_eps (m/s), below which friction is viscous rather than Coulomb.
+    """
+
+    height: float
+    friction: float = 0.8
+    depth: float = 0.002
+    damping_ratio: float = 0.7
+    slip_speed: float = 0.05
+
+    @property
+    def stiffness(self) -> float:
+        """k (N/m per kg)."""
+        return 9.81 / self.depth
+
+    def contact_forces(self, x: torch.Tensor, xd: torch.Tensor | None, point_mass: torch.Tensor) -> torch.Tensor:
+        """(P, 3) forces on points at positions x (P, 3) with velocities xd (P, 3) (None = at rest)."""
+        pen = (self.height - x[:, 2]).clamp_min(0.0)
+        f = torch.zeros_like(x)
+        if not bool((pen > 0).any()):
+            return f
+        vz = torch.zeros_like(pen) if xd is None else xd[:, 2]
+        k = self.stiffness
+        c = 2.0 * self.damping_ratio * k ** 0.5
+        fn = point_mass * (k * pen - c * vz * (pen > 0)).clamp_min(0.0)
+        f[:, 2] = fn
+        if xd is not None and self.friction > 0:
+            vt = xd[:, :2]
+            f[:, :2] = -self.friction * fn[:, None] * vt / torch.sqrt((vt * vt).sum(-1, keepdim=True)
+                                                                      + self.slip_speed ** 2)
+        return f
+
+
+@dataclass
 class System:
     """A latent mechanical system (see the module docstring for T and V).
 
@@ -202,6 +252,8 @@ class System:
     forces : external non-conservative forces (PointForce, Wind).
     derivatives : "jvp" (exact forward-mode J and JVP-of-JVP) or "fd" (batched central differences; see
         :func:`kinemesh.dynamics.eom.kinematics`).
+    elastic_mask : (k,) bool tensor, True for latent coordinates (elastic term, barrier, Rayleigh damping),
+        False for rigid-body ones; None = all latent.
     fd_step : central-difference step in q units for ``derivatives="fd"``.
     """
 
@@ -219,6 +271,7 @@ class System:
     forces: list = field(default_factory=list)
     derivatives: str = "jvp"
     fd_step: float = 1e-4
+    elastic_mask: torch.Tensor | None = None
 
     def __post_init__(self):
         if self.derivatives not in ("jvp", "fd"):
@@ -237,6 +290,11 @@ class System:
                 raise ConfigError(f"{name} must be a finite number >= 0, got {v}")
         if not self.barrier_radius > 0:
             raise ConfigError(f"barrier_radius must be > 0, got {self.barrier_radius}")
+        if self.elastic_mask is None:
+            self.elastic_mask = torch.ones(self.q_rest.shape[0], dtype=torch.bool)
+        self.elastic_mask = torch.as_tensor(self.elastic_mask, dtype=torch.bool).reshape(-1)
+        if self.elastic_mask.shape != self.q_rest.shape:
+            raise ConfigError(f"elastic_mask has {self.elastic_mask.shape[0]} entries, q has {self.q_rest.shape[0]}")
 
     @property
     def dim(self) -> int:
@@ -251,6 +309,11 @@ class System:
     def prior_mean(self) -> torch.Tensor:
         """(k,) float64 centre of the soft barrier (the decoder's mu_cond)."""
         return torch.as_tensor(self.decoder.mu_cond, dtype=torch.float64).detach().reshape(-1)
+
+    @property
+    def latent(self) -> torch.Tensor:
+        """(k,) float64: 1 for latent coordinates, 0 for rigid-body ones (``elastic_mask``)."""
+        return self.elastic_mask.to(torch.float64)
 
     @property
     def total_mass(self) -> float:

@@ -20,6 +20,7 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 SCENARIOS = ("door", "beam", "cloth")
+KINDS = {"door": "articulated", "beam": "elastic", "cloth": "cloth"}  # object kind (and calibrated prior)
 SEED_BASE = 7_000_000  # well outside the seeds the dataset generator uses
 
 
@@ -115,8 +116,8 @@ def ground_truth(scenario: str, index: int, n_frames: int, folder: Path):
 
 # ---------------------------------------------------------------- simulation with the same conditions
 def _conditions(scenario: str, gt, fps: float):
-    """(SimulationSpec, initial positions (N, 3) or None, (vertex ids, impulses (h, 3) N s) or None)
-    matching the ground-truth set-up."""
+    """(SimulationSpec, initial positions (N, 3) or None, (vertex ids, impulses (h, 3) N s, pulse duration s)
+    or None) matching the ground-truth set-up."""
     import trimesh
 
     from kinemesh.dynamics.scene import SimulationSpec
@@ -138,11 +139,15 @@ def _conditions(scenario: str, gt, fps: float):
         mass = None
         if "density" in mat:
             mass = float(mat["density"]) * abs(float(trimesh.Trimesh(rest, gt.faces, process=False).volume))
-        # resting on the floor: gravity is balanced by the support, which the latent model does not have
-        return (SimulationSpec(kind="elastic", frames=n, fps=fps, gravity=False, mass=mass), None,
-                (ids, impulses))
+        # resting on the scene's floor (its contact surface is where the rest mesh lies), same friction
+        young = float(mat["young"]) if "young" in mat else None
+        return (SimulationSpec(kind="elastic", frames=n, fps=fps, gravity=True, mass=mass, young=young,
+                               floor=float(rest[:, 2].min()), friction=float(mat.get("friction", 0.8))), None,
+                (ids, impulses, float(c.get("duration", 0.0))))
     pins = tuple(int(i) for i in c.get("pinned_corners", ()))
-    return SimulationSpec(kind="cloth", frames=n, fps=fps, gravity=True, pins=pins), None, None
+    mat = gt.meta.get("material", {})
+    return (SimulationSpec(kind="cloth", frames=n, fps=fps, gravity=True, pins=pins, floor=0.0,
+                           friction=float(mat.get("friction", 0.8))), None, None)
 
 
 def rollout(decoder, gt, scenario: str, fps: float, barrier_radius: float = 3.0):
@@ -152,7 +157,7 @@ def rollout(decoder, gt, scenario: str, fps: float, barrier_radius: float = 3.0)
     from kinemesh.dynamics.boundary import impulse_velocity, solve_positions
     from kinemesh.dynamics.integrators import simulate
     from kinemesh.dynamics.scene import build_system, decode_vertices, rest_offset, stiffen_barrier, torch_threads
-    from kinemesh.dynamics.system import State, make_handles
+    from kinemesh.dynamics.system import PointForce, State, make_handles
 
     spec, x0, poke = _conditions(scenario, gt, fps)
     spec.barrier_radius = float(barrier_radius)
@@ -162,14 +167,19 @@ def rollout(decoder, gt, scenario: str, fps: float, barrier_radius: float = 3.0)
         q0 = system.q_rest.clone()
         if x0 is not None:
             ids = np.sort(np.random.default_rng(0).choice(len(rest), size=min(256, len(rest)), replace=False))
-            q0, _ = solve_positions(system, make_handles(decoder, ids), x0[ids], q_init=system.q_rest)
+            q0, _ = solve_positions(system, make_handles(system.decoder, ids), x0[ids], q_init=system.q_rest)
         qd0 = torch.zeros_like(q0)
-        if poke is not None:
-            qd0 = impulse_velocity(system, make_handles(decoder, poke[0]), q0, poke[1])
+        if poke is not None:  # the same force pulse as MuJoCo's: impulse / duration during ``duration`` s
+            ids, impulses, duration = poke
+            if duration > 0:
+                system.forces.append(PointForce(make_handles(system.decoder, ids),
+                                                torch.as_tensor(impulses / duration), 0.0, duration))
+            else:
+                qd0 = impulse_velocity(system, make_handles(system.decoder, ids), q0, impulses)
         stiffen_barrier(system, State(q0, qd0))
         roll = simulate(system, State(q0, qd0), gt.n_frames, fps=fps, substeps=spec.substeps)
         # same rest correction as ``kinemesh simulate``: the motion is added to the exact rest mesh
-        frames = decode_vertices(decoder, roll.q, rest_offset=rest_offset(decoder, system.q_rest))
+        frames = decode_vertices(system.decoder, roll.q, rest_offset=rest_offset(system.decoder, system.q_rest))
     return frames, roll
 
 
@@ -211,7 +221,7 @@ def run(args) -> int:
         fps = float((gt.n_frames - 1) / max(float(gt.times[-1] - gt.times[0]), 1e-9))
         rest = gt.rest_vertices.astype(np.float64)
         dec = reduced_decoder(model, rest, gt.faces, k_q=min(args.k_q, model.latent_dim), n_points=args.points,
-                              part_ids=gt.part_ids)
+                              part_ids=gt.part_ids, kind=KINDS[scenario])
         res = {"scenario": scenario, "object": f"{gt.meta['category']} #{i}", "vertices": len(rest)}
         t0 = time.perf_counter()
         try:

@@ -350,8 +350,10 @@ class ViewerApp:
             kind = cfg.kind
             if kind == "auto" and self.drawable.articulated is not None:
                 kind = "articulated"
+            # no rigid-body coordinates here: the sliders are the model's q, and a poked free body drifting
+            # out of the view without a floor is not what the drag-and-release tool is for
             spec = scene.SimulationSpec(kind=kind, gravity=cfg.gravity, stiffness=cfg.stiffness_hz,
-                                        damping=cfg.damping)
+                                        damping=cfg.damping, rigid=False)
             with scene.torch_threads(1):
                 system, info = scene.build_system(self.reduced, self.rest_vertices, self.faces, spec)
             self._system, self._system_info = system, info
