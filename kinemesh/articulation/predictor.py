@@ -343,10 +343,11 @@ def decode(out: dict, b: int, box: PartBox, center, scale: float, force_type: st
     return RawPrediction(TYPES[t], probs, axis, origin, (lo, hi), conf, k, sgn)
 
 
-def alternatives(out: dict, b: int, box: PartBox, center, scale: float, type_: str) -> list[tuple]:
-    """All 3 axis classes x 2 signs of row ``b`` for motion type ``type_`` as (probability, axis (3,), origin
-    (3,) m, limits (lo, hi) rad or m along that axis), most probable first; each class uses its own residual
-    and most probable origin cell."""
+def alternatives(out: dict, b: int, box: PartBox, center, scale: float, type_: str, cells: int = 1) -> list[tuple]:
+    """Axis classes x signs x origin cells of row ``b`` for motion type ``type_`` as (probability, axis (3,),
+    origin (3,) m, limits (lo, hi) rad or m along that axis), most probable first. Each class uses its own
+    residuals; revolute alternatives take the class's ``cells`` most probable origin cells (probability
+    P(class) x P(sign) x P(cell)), prismatic ones the box centre."""
     kp = torch.softmax(out["axis_cls"][b], -1).detach().cpu().numpy()
     lim = out["limits"][b, TYPES.index(type_)].detach().cpu().numpy().astype(float)
     if type_ == "prismatic":
@@ -357,14 +358,20 @@ def alternatives(out: dict, b: int, box: PartBox, center, scale: float, type_: s
         sp = torch.softmax(out["sign"][b, k], -1).detach().cpu().numpy()
         a_box = np.eye(3)[k] + out["axis_res"][b, k].detach().cpu().numpy()
         a = (a_box / np.linalg.norm(a_box)) @ box.axes
-        oc = int(torch.argmax(out["origin_cls"][b, k]))
+        cp = torch.softmax(out["origin_cls"][b, k], -1).detach().cpu().numpy()
         i, j = perpendicular_axes(k)
-        r = out["origin_res"][b, k, oc].detach().cpu().numpy()
-        rel = np.zeros(3)
-        rel[i], rel[j] = GRID[oc // 3] + r[0], GRID[oc % 3] + r[1]
-        o = box.relative_point(rel) / scale + center if type_ != "prismatic" else box.center / scale + center
+        origins = []
+        for oc in (np.argsort(-cp)[:max(1, cells)] if type_ != "prismatic" else [int(np.argmax(cp))]):
+            r = out["origin_res"][b, k, oc].detach().cpu().numpy()
+            rel = np.zeros(3)
+            rel[i], rel[j] = GRID[oc // 3] + r[0], GRID[oc % 3] + r[1]
+            if type_ == "prismatic":
+                origins.append((1.0, box.center / scale + center))
+            else:
+                origins.append((float(cp[oc]), box.relative_point(rel) / scale + center))
         for si, sgn in enumerate((1, -1)):
-            res.append((float(kp[k] * sp[si]), sgn * a, o, (lo, hi) if sgn > 0 else (-hi, -lo)))
+            for pc, o in origins:
+                res.append((float(kp[k] * sp[si] * pc), sgn * a, o, (lo, hi) if sgn > 0 else (-hi, -lo)))
     return sorted(res, key=lambda x: -x[0])
 
 
