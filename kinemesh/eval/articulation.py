@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 CLASS_OF = {"fixed": "fixed", "revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic"}
+VALIDATION_SEED_BASE = 90_000  # between the pretraining (50000+) and test (100000+) seeds
 
 
 def add_arguments(p) -> None:
@@ -27,6 +28,10 @@ def add_arguments(p) -> None:
     p.add_argument("--clouds", action="store_true",
                    help="also fit from point clouds without correspondences (ATOP candidate selection; slow)")
     p.add_argument("--only-motion", action="store_true", help="skip the static-shape predictors")
+    p.add_argument("--validation", action="store_true",
+                   help="model-selection sets instead of the test sets: training categories and random assemblies "
+                        f"with seeds from {VALIDATION_SEED_BASE} (never trained or tested on), canonical and "
+                        "realism-augmented")
     p.add_argument("--seed", type=int, default=0)
 
 
@@ -224,7 +229,15 @@ def run(args) -> int:
     seen = [c for c in CATEGORIES if c not in HOLDOUT_CATEGORIES]
     sections = [("held-out instances of training categories", objs(seen)),
                 ("held-out categories (" + ", ".join(HOLDOUT_CATEGORIES) + ")", objs(HOLDOUT_CATEGORIES))]
-    if args.real:
+    if args.validation:
+        from kinemesh.articulation.realism import augment
+
+        val = [(f"{c}/{i}", build_object(c, VALIDATION_SEED_BASE + i)) for c in seen + ["assembly"]
+               for i in range(args.n_objects)]
+        rng = np.random.default_rng(123)
+        sections = [(f"validation: training categories and assemblies, seeds {VALIDATION_SEED_BASE}+", val),
+                    ("validation: the same objects realism-augmented", [(n, augment(o, rng)) for n, o in val])]
+    if args.real and not args.validation:
         from kinemesh.data.partnet import load_articulated
 
         real = []
@@ -237,7 +250,8 @@ def run(args) -> int:
         sections.append((f"real PartNet-Mobility objects ({len(real)}, {args.real})", real))
     cmd = (f"kinemesh eval articulation --n-objects {args.n_objects}" + (f" --real {args.real}" if args.real else "")
            + (" --no-heuristic" if args.no_heuristic else "") + (" --clouds" if args.clouds else "")
-           + (" --only-motion" if args.only_motion else "") + f" --out {args.out} --seed {args.seed}")
+           + (" --only-motion" if args.only_motion else "") + (" --validation" if args.validation else "")
+           + f" --out {args.out} --seed {args.seed}")
     lines = ["# Articulation results", "", f"Command: `{cmd}` (2 CPU cores shared, no GPU; torch 1 thread).",
              f"Weights: `{wdir}`. Held-out data only: instance seeds >= {TEST_SEED_BASE}, categories "
              f"{', '.join(HOLDOUT_CATEGORIES)} never trained on.", "",
