@@ -23,6 +23,8 @@ def register(sub) -> None:
                    help="data term (auto: vertex L2 when the target shares the rest mesh's topology)")
     p.add_argument("--k-q", type=int, default=None, help="reduced coordinates (default: 99%% explained, <= 32)")
     p.add_argument("--no-reduction", action="store_true", help="fit the raw latent z (ablation)")
+    p.add_argument("--calibrated-prior", action="store_true",
+                   help="reduce in the calibrated prior (kinemesh calibrate) instead of N(mu_cond, I)")
     p.add_argument("--subspace-method", choices=("jacobian", "gradient"), default="jacobian",
                    help="active-subspace matrix: E[J^T J] (default) or the paper's E[grad G grad G^T]")
     p.add_argument("--rigidity", type=float, default=0.0, help="weight of the within-part rigidity term")
@@ -66,7 +68,8 @@ def run(args) -> int:
         raise InputFileError(args.target, str(exc)) from None
     model = load_model(args.checkpoint, device=args.device)
     torch.manual_seed(args.seed)
-    red = ReductionConfig(enabled=not args.no_reduction, k_q=args.k_q, method=args.subspace_method)
+    red = ReductionConfig(enabled=not args.no_reduction, k_q=args.k_q, method=args.subspace_method,
+                          calibrated_prior=args.calibrated_prior)
     decoder, sub = neurok_decoder(model, rest_v, rest_f, red, seed=args.seed)
     if sub is not None and args.save_subspace:
         sub.save(args.save_subspace)

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from kinemesh.dynamics.eom import acceleration, damping_matrix, energies
-from kinemesh.dynamics.system import Floor, State, System
+from kinemesh.dynamics.system import Floor, PartContacts, State, System
 from kinemesh.errors import ConfigError, SimulationDivergedError
 
 log = logging.getLogger(__name__)
@@ -53,12 +53,23 @@ def stiffness_matrix(system: System, q: torch.Tensor, J: torch.Tensor) -> torch.
 
 def contact_matrices(system: System, x: torch.Tensor, xd: torch.Tensor | None,
                      J: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Gauss-Newton stiffness and damping (k, k) of the floor contacts at points x (P, 3), velocities xd:
+    """Gauss-Newton stiffness and damping (k, k) of the floor and part contacts at points x (P, 3), velocities xd:
     K_c = sum_p m_p k Jz_p Jz_p^T and C_c = sum_p m_p c Jz_p Jz_p^T + mu f_n / s (Jx Jx^T + Jy Jy^T) over the
     points in contact. Used only to precondition the implicit solve (contact is stiff)."""
     k = J.shape[0]
     K = torch.zeros(k, k, dtype=torch.float64)
     C = torch.zeros(k, k, dtype=torch.float64)
+    for stops in system.forces:
+        if not isinstance(stops, PartContacts):
+            continue
+        g = ((x[stops.i] - x[stops.j]) * stops.normals).sum(-1)
+        on = (stops.gap0 - stops.slack - g) > 0
+        if bool(on.any()):
+            Jg = ((J[:, stops.i[on]] - J[:, stops.j[on]]) * stops.normals[on]).sum(-1)  # (k, c)
+            m = torch.minimum(system.point_mass[stops.i[on]], system.point_mass[stops.j[on]])
+            kc = 9.81 / stops.depth
+            K = K + kc * torch.einsum("ic,c,jc->ij", Jg, m, Jg)
+            C = C + 2.0 * stops.damping_ratio * kc ** 0.5 * torch.einsum("ic,c,jc->ij", Jg, m, Jg)
     for floor in system.forces:
         if not isinstance(floor, Floor):
             continue

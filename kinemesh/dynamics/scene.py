@@ -25,7 +25,7 @@ from kinemesh.dynamics.boundary import impulse_velocity, solve_positions, solve_
 from kinemesh.dynamics.eom import kinematics, mass_matrix
 from kinemesh.dynamics.integrators import INTEGRATORS, Rollout, simulate
 from kinemesh.dynamics.floating import FloatingDecoder
-from kinemesh.dynamics.system import Floor, PointForce, Spring, State, System, Wind, make_handles
+from kinemesh.dynamics.system import Floor, PointForce, Spring, State, System, Wind, make_handles, part_contacts
 from kinemesh.errors import ConfigError
 from kinemesh.model.calibration import guess_kind  # noqa: F401  (re-exported: the kind of a mesh)
 
@@ -108,6 +108,9 @@ class SimulationSpec:
     mesh's lowest point (the object rests on it); None = no floor."""
     friction: float = 0.8
     """Floor friction coefficient mu."""
+    part_stops: bool = True
+    """Articulated objects: parts that touch at rest cannot pass through each other's rest surfaces (a lid
+    stops on its seat, a door in its frame; ``kinemesh.dynamics.system.PartContacts``)."""
     max_dq: float = 0.25
     """Latent CFL bound: substeps are added so that no reduced coordinate moves more than this many prior
     standard deviations per step (the decoder is nonlinear over a few std)."""
@@ -268,6 +271,10 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
                      * system.latent).max())
     # the barrier (cubic) balances 4x the gravity force or a 3 Hz spring at 0.5 std inside it
     system.barrier_stiffness = max(4.0 * g_force, (2 * math.pi * 3.0) ** 2 * mbar * 0.5) / 0.25
+    if kind == "articulated" and spec.part_stops:
+        stops = part_contacts(decoder, faces, vertices)
+        if stops is not None:
+            system.forces.append(stops)
     if spec.pins:
         ph = make_handles(decoder, list(spec.pins))
         k_pin = (2 * math.pi * spec.pin_frequency) ** 2 * mtot / len(ph)

@@ -58,6 +58,8 @@ def add_arguments(p) -> None:
     p.add_argument("--ablation", action="append", default=[], metavar="NAME=DIR",
                    help="also evaluate NeuROK with another checkpoint (repeatable)")
     p.add_argument("--pool-size", type=int, default=200, help="training deformations per PCA/nearest pool")
+    p.add_argument("--calibrated-prior", action="store_true",
+                   help="reduce in the calibrated prior (kinemesh calibrate) instead of N(mu_cond, I)")
     p.add_argument("--subspace-method", choices=("jacobian", "gradient"), default="jacobian")
     p.add_argument("--k-q", type=int, default=None, help="fixed reduced dimension (default: 99%% explained)")
     p.add_argument("--rigidity", type=float, default=0.0, help="IK rigidity weight for NeuROK")
@@ -274,7 +276,8 @@ class Runner:
         if key not in self._inst:
             if len(self._inst) > 8:
                 self._inst.clear()
-            red = ReductionConfig(enabled=reduced, k_q=self.args.k_q, method=self.args.subspace_method)
+            red = ReductionConfig(enabled=reduced, k_q=self.args.k_q, method=self.args.subspace_method,
+                                  calibrated_prior=self.args.calibrated_prior)
             t0 = time.perf_counter()
             dec, sub = neurok_decoder(self.models[model_name], t.rest_vertices, t.faces, red, seed=self.args.seed)
             if sub is not None and getattr(self.args, "spectrum", None) and not self._plotted:
