@@ -30,9 +30,9 @@ def register(sub) -> None:
     p.add_argument("--no-video", action="store_true", help="skip the MP4 files (faster)")
     p.add_argument("--points", type=int, default=512, help="surface points carrying the mass (default 512)")
     p.add_argument("--k-q", type=int, default=8, help="reduced coordinates (default 8)")
-    p.add_argument("--barrier-radius", type=float, default=3.0, metavar="STD",
-                   help="soft barrier beyond this many prior std (default 3: the default checkpoint's training "
-                        "poses have posterior means within about 3 std of the instance prior)")
+    p.add_argument("--barrier-radius", type=float, default=None, metavar="STD",
+                   help="soft barrier beyond this many prior std (default per kind: articulated 2, elastic and "
+                        "cloth 3; see kinemesh simulate --help)")
     p.set_defaults(func=run)
 
 
@@ -187,7 +187,8 @@ def run(args) -> int:
         vertices = np.asarray(vertices, dtype=np.float64)
         faces = np.asarray(faces, dtype=np.int64)
         spec, action = _spec(name, vertices, faces, args.frames, args.fps, part_ids, obj)
-        spec.barrier_radius = float(args.barrier_radius)
+        if args.barrier_radius is not None:
+            spec.barrier_radius = float(args.barrier_radius)
         dec = reduced_decoder(model, vertices, faces, k_q=min(args.k_q, model.latent_dim), n_points=args.points,
                               part_ids=part_ids, kind=spec.kind)
         try:

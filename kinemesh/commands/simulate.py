@@ -74,9 +74,10 @@ def add_simulation_arguments(p) -> None:
     g.add_argument("--no-rigid", action="store_true",
                    help="no rigid-body coordinates (by default elastic and cloth objects can also translate and "
                         "turn as a whole; articulated objects keep a fixed base)")
-    g.add_argument("--barrier-radius", type=float, default=3.0, metavar="STD",
+    g.add_argument("--barrier-radius", type=float, default=None, metavar="STD",
                    help="soft barrier on each reduced coordinate beyond this many prior standard deviations "
-                        "(default 3; raise it for a checkpoint whose prior is narrower than the states it decodes)")
+                        "of the calibrated prior (default per kind: articulated 2, about the training joint limits; "
+                        "elastic and cloth 3)")
     g.add_argument("--pin", type=_ids, default=(), metavar="IDS", help="vertex ids held in place, e.g. 0,5,9")
     t = p.add_argument_group("integration")
     t.add_argument("--frames", type=int, default=120, help="output frames (default 120)")
@@ -148,7 +149,7 @@ def spec_from_args(args):
         lead_in=args.lead_in, poke_vertex=args.poke, impulse=args.impulse, velocity=args.velocity,
         poke_speed=args.poke_speed,
         velocity_vertices=vertices if args.velocity is not None and args.action != "drag" else (),
-        wind=args.wind, seed=args.seed, barrier_radius=getattr(args, "barrier_radius", 3.0),
+        wind=args.wind, seed=args.seed, barrier_radius=getattr(args, "barrier_radius", None),
         young=getattr(args, "young", None), floor=getattr(args, "floor", None),
         friction=getattr(args, "friction", 0.8), rigid=False if getattr(args, "no_rigid", False) else None)
 

@@ -52,7 +52,7 @@ class LinearDecoder:
         self.rest_points = decoder.rest_points.detach().double()
         self.rest_vertices = decoder.rest_vertices.detach().double()
         self.explained = float((S[:k] ** 2).sum() / (S ** 2).sum().clamp_min(1e-300))
-        for name in ("knn_idx", "knn_w", "point_groups", "vertex_groups", "faces"):
+        for name in ("knn_idx", "knn_w", "point_groups", "vertex_groups", "faces", "face_ids"):
             if hasattr(decoder, name):
                 setattr(self, name, getattr(decoder, name))
 

@@ -33,8 +33,9 @@ def add_arguments(p) -> None:
     p.add_argument("--frames", type=int, default=24, help="ground-truth frames per rollout (default 24)")
     p.add_argument("--k-q", type=int, default=8, help="reduced coordinates of both models (default 8)")
     p.add_argument("--points", type=int, default=512)
-    p.add_argument("--barrier-radius", type=float, default=3.0, metavar="STD",
-                   help="soft barrier radius in prior std for both models (default 3)")
+    p.add_argument("--barrier-radius", type=float, default=None, metavar="STD",
+                   help="soft barrier radius in prior std for both models (default: the kind's, articulated 2, "
+                        "elastic and cloth 3)")
     p.add_argument("--samples", type=int, default=2000, help="surface samples per Chamfer evaluation")
     p.add_argument("--out", default="docs/results/dynamics.md", help="markdown table to write")
 
@@ -150,7 +151,7 @@ def _conditions(scenario: str, gt, fps: float):
                            friction=float(mat.get("friction", 0.8))), None, None)
 
 
-def rollout(decoder, gt, scenario: str, fps: float, barrier_radius: float = 3.0):
+def rollout(decoder, gt, scenario: str, fps: float, barrier_radius: float | None = None):
     """Vertices (T, N, 3) of a latent rollout of ``decoder`` with the GT's initial conditions."""
     import torch
 
@@ -160,7 +161,7 @@ def rollout(decoder, gt, scenario: str, fps: float, barrier_radius: float = 3.0)
     from kinemesh.dynamics.system import PointForce, State, make_handles
 
     spec, x0, poke = _conditions(scenario, gt, fps)
-    spec.barrier_radius = float(barrier_radius)
+    spec.barrier_radius = None if barrier_radius is None else float(barrier_radius)
     rest = gt.rest_vertices.astype(np.float64)
     with torch_threads(1):
         system, info = build_system(decoder, rest, gt.faces, spec)
@@ -265,22 +266,27 @@ def run(args) -> int:
                  "barrier_radius")
         and v is not None)
     ck_info = json.dumps(getattr(model, "info", {}), default=str)[:300]
+    barrier_text = ("the kind's default (articulated 2, elastic and cloth 3)" if args.barrier_radius is None
+                    else f"{args.barrier_radius:g}")
     doc = f"""# Dynamics vs MuJoCo ground truth
 
 Command: `{cmd}` ({time.perf_counter() - t_all:.0f} s on 2 CPU cores, no GPU; checkpoint `{ckpt}`, info {ck_info}).
 
 Held-out synthetic objects (fresh random instances, generator seeds from {SEED_BASE}, never used for
 training) simulated by MuJoCo 4: **door** = an oven door or chest lid released from 55 % open under gravity
-(rigid, joint damping 0.5); **beam** = a soft beam (flexcomp, linear elastic) poked with an initial velocity
-(a short force pulse), resting on the floor; **cloth** = a towel pinned at two corners, released from horizontal under
-gravity. kinemesh gets the same initial conditions through the boundary-condition solve (NeuROK Sec. 5.3):
-vertex positions of the first frame (door), the poke's impulse on the same region and the same mass (beam),
-the pinned corners and
-gravity (cloth; for the beam gravity is off because the floor carries it and the latent model has no contact).
-Both models use k_q = {args.k_q} coordinates, a soft barrier beyond {args.barrier_radius:g} prior std, the default stiffness/damping of the object kind (not fitted to
-the ground truth) and the implicit-midpoint integrator; the PCA baseline is a linear subspace of the same
-instance's decoded prior samples. Metric: Chamfer-L1 (point-to-triangle, both directions x0.5, rest shape
-normalised to a unit bounding box), mean over the {args.frames} frames of the rollout (lower is better).
+(rigid, joint damping 0.5, joint limits); **beam** = a soft beam (flexcomp, linear elastic) resting on the floor and
+poked by a short force pulse; **cloth** = a towel pinned at two corners, released from horizontal under gravity.
+kinemesh gets the same conditions: vertex positions of the first frame through the boundary-condition solve
+(door; NeuROK Sec. 5.3), the same force pulse on the same region, the same mass, Young's modulus and floor
+friction, gravity and a floor under the beam (beam), the pinned corners, gravity and the scene's floor (cloth).
+Beam and towel are free bodies: six rigid-body coordinates are added to the latent ones (floating frame,
+`kinemesh/dynamics/floating.py`); the door's parts cannot pass through the surfaces they touch at rest (part
+stops). Both models use k_q = {args.k_q} latent coordinates in the calibrated prior of the object's kind, a
+soft barrier beyond {barrier_text} prior std, the default stiffness/damping of the object kind (the beam's from
+its Young's modulus; nothing fitted to the ground truth) and the implicit-midpoint integrator; the PCA baseline
+is a linear subspace of the same instance's decoded prior samples with the same rigid coordinates, contacts and
+forces. Metric: Chamfer-L1 (point-to-triangle, both directions x0.5, rest shape normalised to a unit bounding
+box), mean over the {args.frames} frames of the rollout (lower is better).
 
 {table}
 
