@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = [
     ("docs/results/model.md", "Kinematic model (issue: neural kinematic model)"),
     ("docs/results/ik.md", "Active subspace and inverse kinematics (Table 1)"),
+    ("docs/results/ik_calibrated.md", "Inverse kinematics with the calibrated prior (option)"),
     ("docs/results/dynamics.md", "Latent dynamics vs MuJoCo"),
     ("docs/results/articulation.md", "Articulation (GEOPARD + ATOP)"),
     ("docs/results/physics.md", "Materials and physics test cases (SOPHY)"),

@@ -229,3 +229,11 @@ def test_part_stops_hold_a_closing_lid_on_its_seat(stops):
         assert q.min() > -0.06 and abs(q[-1]) < 0.01
     else:  # the same lid without stops swings down through the plate
         assert q.min() < -0.3
+
+
+def test_deduplicated_batch_decode_matches_points():
+    dec = FloatingDecoder(BlockDecoder(40))
+    q = torch.randn(3, 8, dtype=torch.float64)
+    E = torch.eye(8, dtype=torch.float64)
+    rows = torch.cat([q, q + 1e-3 * E[2], q - 1e-3 * E[5], q + 1e-3 * E[0]])  # rigid, rigid, latent offsets
+    assert torch.allclose(dec.points_nograd(rows), dec.points(rows), atol=1e-12)

@@ -61,7 +61,7 @@ def kinematics(system: System, q: torch.Tensor, qd: torch.Tensor | None = None) 
                 if vn > 0:
                     u = v / vn * h
                     rows += [(qq + u)[None], (qq - u)[None]]
-            X = f(torch.cat(rows)).double()
+            X = getattr(system.decoder, "points_nograd", f)(torch.cat(rows)).double()
             x = X[0]
             J = (X[1:k + 1] - X[k + 1:2 * k + 1]) / (2 * h)
             out = Kinematics(x=x, J=J)

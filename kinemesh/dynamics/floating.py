@@ -73,6 +73,16 @@ class FloatingDecoder:
         """q (..., k + 6) -> (..., P, 3) metres."""
         return self._rigid(q, self.decoder.points(q[..., :self.k_latent]))
 
+    def points_nograd(self, q: torch.Tensor) -> torch.Tensor:
+        """``points`` for a batch q (B, k + 6) without gradients, decoding each distinct latent part once.
+
+        The finite-difference Jacobian perturbs one coordinate per row; the 12 rows that move a rigid
+        coordinate share the latent part of the unperturbed state, so the network runs on 2 k + 3 rows
+        instead of 2 (k + 6) + 3."""
+        with torch.no_grad():
+            inner, inverse = torch.unique(q[:, :self.k_latent], dim=0, return_inverse=True)
+            return self._rigid(q, self.decoder.points(inner)[inverse])
+
     def vertices(self, q: torch.Tensor, body_offset: torch.Tensor | None = None) -> torch.Tensor:
         """q (..., k + 6) -> (..., N, 3) metres. ``body_offset`` (N, 3) is added in the body frame (before
         the rigid motion), so a per-vertex correction turns with the object."""

@@ -102,7 +102,8 @@ def velocity_coupling(system: System, q: torch.Tensor, v: torch.Tensor, h: float
     qq, u = q.detach().to(dt), (v / vn * h).detach().to(dt)
     E = torch.eye(k, dtype=dt) * h
     with torch.no_grad():
-        X = system.decoder.points(torch.cat([qq + u + E, qq + u - E, qq - u + E, qq - u - E])).double()
+        decode = getattr(system.decoder, "points_nograd", system.decoder.points)
+        X = decode(torch.cat([qq + u + E, qq + u - E, qq - u + E, qq - u - E])).double()
     Jp = (X[:k] - X[k:2 * k]) / (2 * h)
     Jm = (X[2 * k:3 * k] - X[3 * k:]) / (2 * h)
     Hv = (Jp - Jm) * (vn / (2 * h))  # (k, P, 3): H[e_i, v]
