@@ -125,7 +125,6 @@ def step_midpoint(system: System, state: State, dt: float, tol: float = 1e-6, ma
     if a is None or not _finite(a):
         a = acceleration(system, q0, v0, t0)
     v1 = v0 + dt * a
-    k = q0.shape[0]
     C = None
     prev = math.inf
     delta = math.inf
