@@ -246,7 +246,8 @@ def run(args) -> int:
                             category=str(getattr(args, "category", "unknown")))
     paths = write_outputs(result, args.out, args.video, args.npz, args.plot_energy, fps=spec.fps)
     info = result.info
-    print(f"simulated {spec.frames} frames of a {info['kind']} object ({n} vertices, k_q={info['k_q']}, "
+    article = "an" if info["kind"][0] in "aeiou" else "a"
+    print(f"simulated {spec.frames} frames of {article} {info['kind']} object ({n} vertices, k_q={info['k_q']}, "
           f"mass {info['mass_kg']:.3g} kg) in {info['simulate_s'] + info['decode_s']:.1f} s"
           + (f"; {len(info['step_warnings'])} step reductions" if info["step_warnings"] else ""))
     for p in paths:
