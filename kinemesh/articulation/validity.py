@@ -213,13 +213,8 @@ def check_candidates(grid: OccupancyGrid, moving: list[str], candidates: list[Ca
     c = grid.config
     if c.swept:
         return _check_swept(grid, moving, candidates)
-    occ, dist = grid.rest(moving)
-    pts = np.concatenate([grid.samples[m] for m in moving if m in grid.samples])
+    dist, pts, gap0, attach = _rest_contact(grid, moving)
     base = float(grid.inside(pts, moving).mean())
-    gap0 = float(grid.lookup(dist, pts).min())
-    own = grid.samples.get(moving[0], pts)
-    thin = float(np.min(np.ptp((own - own.mean(0)) @ np.linalg.svd(own - own.mean(0), full_matrices=False)[2].T, axis=0)))
-    attach = gap0 + max(c.attach_distance * grid.size, 2.0 * grid.voxel, 1.5 * thin)
     if not candidates:
         return candidates
     poses = np.stack([np.stack(sweep_poses(cand, c.steps)) for cand in candidates])  # (C, S, 4, 4)
@@ -235,16 +230,24 @@ def check_candidates(grid: OccupancyGrid, moving: list[str], candidates: list[Ca
     return candidates
 
 
+def _rest_contact(grid: OccupancyGrid, moving: list[str]):
+    """(distance field of the rest of the object, samples (n, 3) of the moving parts, their rest gap (m),
+    the largest gap (m) that still counts as attached) shared by both collision measures."""
+    c = grid.config
+    _, dist = grid.rest(moving)
+    pts = np.concatenate([grid.samples[m] for m in moving if m in grid.samples])
+    gap0 = float(grid.lookup(dist, pts).min())
+    own = grid.samples.get(moving[0], pts)
+    centred = own - own.mean(0)
+    thin = float(np.min(np.ptp(centred @ np.linalg.svd(centred, full_matrices=False)[2].T, axis=0)))
+    return dist, pts, gap0, gap0 + max(c.attach_distance * grid.size, 2.0 * grid.voxel, 1.5 * thin)
+
+
 def _check_swept(grid: OccupancyGrid, moving: list[str], candidates: list[Candidate]) -> list[Candidate]:
     """``check_candidates`` with the per-sample swept collision measure (``ValidityConfig.swept``)."""
     c = grid.config
-    occ, dist = grid.rest(moving)
-    pts = np.concatenate([grid.samples[m] for m in moving if m in grid.samples])
+    dist, pts, gap0, attach = _rest_contact(grid, moving)
     free0 = ~grid.inside(pts, moving)  # samples not resting in contact
-    gap0 = float(grid.lookup(dist, pts).min())
-    own = grid.samples.get(moving[0], pts)
-    thin = float(np.min(np.ptp((own - own.mean(0)) @ np.linalg.svd(own - own.mean(0), full_matrices=False)[2].T, axis=0)))
-    attach = gap0 + max(c.attach_distance * grid.size, 2.0 * grid.voxel, 1.5 * thin)
     if not candidates:
         return candidates
     steps = _sweep_steps(grid, pts, candidates)

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from kinemesh.dynamics.eom import acceleration, damping_matrix, energies
-from kinemesh.dynamics.system import Floor, PartContacts, State, System
+from kinemesh.dynamics.system import State, System
 from kinemesh.errors import ConfigError, SimulationDivergedError
 
 log = logging.getLogger(__name__)
@@ -53,39 +53,16 @@ def stiffness_matrix(system: System, q: torch.Tensor, J: torch.Tensor) -> torch.
 
 def contact_matrices(system: System, x: torch.Tensor, xd: torch.Tensor | None,
                      J: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Gauss-Newton stiffness and damping (k, k) of the floor and part contacts at points x (P, 3), velocities xd:
-    K_c = sum_p m_p k Jz_p Jz_p^T and C_c = sum_p m_p c Jz_p Jz_p^T + mu f_n / s (Jx Jx^T + Jy Jy^T) over the
-    points in contact. Used only to precondition the implicit solve (contact is stiff)."""
+    """Gauss-Newton stiffness and damping (k, k) of the contact forces (``Floor.gauss_newton``,
+    ``PartContacts.gauss_newton``) at points x (P, 3), velocities xd. Used only to precondition the implicit
+    solve (contact is stiff)."""
     k = J.shape[0]
     K = torch.zeros(k, k, dtype=torch.float64)
     C = torch.zeros(k, k, dtype=torch.float64)
-    for stops in system.forces:
-        if not isinstance(stops, PartContacts):
-            continue
-        g = ((x[stops.i] - x[stops.j]) * stops.normals).sum(-1)
-        on = (stops.gap0 - stops.slack - g) > 0
-        if bool(on.any()):
-            Jg = ((J[:, stops.i[on]] - J[:, stops.j[on]]) * stops.normals[on]).sum(-1)  # (k, c)
-            m = torch.minimum(system.point_mass[stops.i[on]], system.point_mass[stops.j[on]])
-            kc = 9.81 / stops.depth
-            K = K + kc * torch.einsum("ic,c,jc->ij", Jg, m, Jg)
-            C = C + 2.0 * stops.damping_ratio * kc ** 0.5 * torch.einsum("ic,c,jc->ij", Jg, m, Jg)
-    for floor in system.forces:
-        if not isinstance(floor, Floor):
-            continue
-        inside = (floor.height - x[:, 2]) > 0
-        if not bool(inside.any()):
-            continue
-        m = system.point_mass[inside]
-        Jc = J[:, inside, :]  # (k, c, 3)
-        kf = floor.stiffness
-        K = K + kf * torch.einsum("ip,p,jp->ij", Jc[..., 2], m, Jc[..., 2])
-        C = C + 2.0 * floor.damping_ratio * kf ** 0.5 * torch.einsum("ip,p,jp->ij", Jc[..., 2], m, Jc[..., 2])
-        if floor.friction > 0:
-            fn = floor.contact_forces(x, xd, system.point_mass)[inside, 2]
-            vt = torch.zeros(int(inside.sum()), 2, dtype=torch.float64) if xd is None else xd[inside, :2]
-            w = floor.friction * fn / torch.sqrt((vt * vt).sum(-1) + floor.slip_speed ** 2)
-            C = C + torch.einsum("ipc,p,jpc->ij", Jc[..., :2], w, Jc[..., :2])
+    for force in system.forces:
+        if hasattr(force, "gauss_newton"):  # Floor, PartContacts
+            K_f, C_f = force.gauss_newton(x, xd, J, system.point_mass)
+            K, C = K + K_f, C + C_f
     return K, C
 
 

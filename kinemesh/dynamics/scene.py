@@ -212,7 +212,8 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
     barrier = d["barrier"] if spec.barrier_radius is None else float(spec.barrier_radius)
     if spec.young is not None and not (math.isfinite(spec.young) and spec.young > 0):
         raise ConfigError(f"young (Young's modulus) must be > 0 Pa, got {spec.young}")
-    for name, v in (("stiffness", stiff_hz), ("damping", alpha), ("pin_frequency", spec.pin_frequency)):
+    for name, v in (("stiffness", stiff_hz), ("damping", alpha), ("pin_frequency", spec.pin_frequency),
+                    ("friction", spec.friction)):
         if not (math.isfinite(v) and v >= 0):
             raise ConfigError(f"{name} must be a finite number >= 0, got {v}")
     if spec.mass is not None:
@@ -228,9 +229,6 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
         rho = mtot / max(total_mass(vertices, faces, kind, 1.0), 1e-12)  # kg / m^3
         size = max(float(np.ptp(vertices, axis=0).max()), 1e-9)
         stiff_hz = math.sqrt(float(spec.young) / rho) / (2.0 * size)
-    for name, v in (("friction", spec.friction),):
-        if not (math.isfinite(v) and v >= 0):
-            raise ConfigError(f"{name} must be a finite number >= 0, got {v}")
     floor = spec.floor
     if isinstance(floor, str):
         if floor != "auto":

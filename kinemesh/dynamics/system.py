@@ -230,6 +230,31 @@ class Floor:
                                                                       + self.slip_speed ** 2)
         return f
 
+    def gauss_newton(self, x: torch.Tensor, xd: torch.Tensor | None, J: torch.Tensor,
+                     point_mass: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Stiffness and damping (k, k) of the contacts for the implicit solve's preconditioner:
+        K = sum_p m_p k Jz Jz^T, C = sum_p m_p c Jz Jz^T + mu f_n / s (Jx Jx^T + Jy Jy^T) over the points in
+        contact (J (k, P, 3))."""
+        k = J.shape[0]
+        K = torch.zeros(k, k, dtype=torch.float64)
+        C = torch.zeros(k, k, dtype=torch.float64)
+        inside = (self.height - x[:, 2]) > 0
+        if not bool(inside.any()):
+            return K, C
+        m = point_mass[inside]
+        Jz = J[:, inside, 2]
+        kf = self.stiffness
+        M = torch.einsum("ip,p,jp->ij", Jz, m, Jz)
+        K = K + kf * M
+        C = C + 2.0 * self.damping_ratio * kf ** 0.5 * M
+        if self.friction > 0:
+            fn = self.contact_forces(x, xd, point_mass)[inside, 2]
+            vt = torch.zeros(int(inside.sum()), 2, dtype=torch.float64) if xd is None else xd[inside, :2]
+            w = self.friction * fn / torch.sqrt((vt * vt).sum(-1) + self.slip_speed ** 2)
+            Jt = J[:, inside, :2]
+            C = C + torch.einsum("ipc,p,jpc->ij", Jt, w, Jt)
+        return K, C
+
 
 @dataclass
 class PartContacts:
@@ -259,14 +284,23 @@ class PartContacts:
     depth: float
     damping_ratio: float = 0.7
 
+    @property
+    def stiffness(self) -> float:
+        """k (N/m per kg)."""
+        return 9.81 / self.depth
+
+    def _penetration(self, x: torch.Tensor) -> torch.Tensor:
+        """(c,) excess penetration (m) of every pair at points x (P, 3)."""
+        g = ((x[self.i] - x[self.j]) * self.normals).sum(-1)
+        return (self.gap0 - self.slack - g).clamp_min(0.0)
+
     def contact_forces(self, x: torch.Tensor, xd: torch.Tensor | None, point_mass: torch.Tensor) -> torch.Tensor:
         """(P, 3) forces on points at x (P, 3) with velocities xd (P, 3) (None = at rest)."""
-        g = ((x[self.i] - x[self.j]) * self.normals).sum(-1)
-        pen = (self.gap0 - self.slack - g).clamp_min(0.0)
+        pen = self._penetration(x)
         f = torch.zeros_like(x)
         if not bool((pen > 0).any()):
             return f
-        k = 9.81 / self.depth
+        k = self.stiffness
         gd = torch.zeros_like(g) if xd is None else ((xd[self.i] - xd[self.j]) * self.normals).sum(-1)
         m = torch.minimum(point_mass[self.i], point_mass[self.j])
         fn = m * (k * pen - 2.0 * self.damping_ratio * k ** 0.5 * gd * (pen > 0)).clamp_min(0.0)
@@ -274,6 +308,19 @@ class PartContacts:
         f.index_add_(0, self.i, fi)
         f.index_add_(0, self.j, -fi)
         return f
+
+    def gauss_newton(self, x: torch.Tensor, xd: torch.Tensor | None, J: torch.Tensor,
+                     point_mass: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Stiffness and damping (k, k) of the pairs in contact for the implicit solve's preconditioner:
+        K = sum m k Jg Jg^T, C = sum m c Jg Jg^T with Jg = (J_i - J_j) . n_j (J (k, P, 3))."""
+        k = J.shape[0]
+        on = self._penetration(x) > 0
+        if not bool(on.any()):
+            return torch.zeros(k, k, dtype=torch.float64), torch.zeros(k, k, dtype=torch.float64)
+        i, j = self.i[on], self.j[on]
+        Jg = ((J[:, i] - J[:, j]) * self.normals[on]).sum(-1)  # (k, c)
+        M = torch.einsum("ic,c,jc->ij", Jg, torch.minimum(point_mass[i], point_mass[j]), Jg)
+        return self.stiffness * M, 2.0 * self.damping_ratio * self.stiffness ** 0.5 * M
 
 
 def part_contacts(decoder, faces=None, vertices=None, radius: float = 0.02, slack: float = 0.004,
