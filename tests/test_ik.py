@@ -64,6 +64,25 @@ def test_recovers_known_q(toy, reduced, correspondences):
         assert res.errors["vertex_error"] < 1e-3
 
 
+def test_full_latent_polish_recovers_what_the_subspace_truncates(toy):
+    """k_q = 1 keeps one of the two planted directions: the reduced fit alone cannot move both parts, the
+    z polish (IKConfig.refine_z_steps) starts from it and recovers both joints; ``latent`` stays q."""
+    one = ReducedDecoder(toy, fit(toy, k_q=1, n_samples=32))
+    z_true = toy.latent_for(0.6, 0.2)
+    target = make_target(toy.vertices(z_true).numpy(), toy.faces, toy.rest_vertices.numpy(), toy.faces)
+    q_only = solve(one, target, IKConfig(n_candidates=16, n_starts=2, adam_steps=60, refine_z_steps=0))
+    polished = solve(one, target, IKConfig(n_candidates=16, n_starts=2, adam_steps=60, refine_z_steps=80,
+                                           refine_z_lr=0.05))
+    assert q_only.latent.shape == polished.latent.shape == (1,)
+    assert polished.z.shape == (8,)
+    truth = toy.vertices(z_true).numpy()
+    err_q = np.linalg.norm(q_only.vertices - truth, axis=1).mean()
+    err_p = np.linalg.norm(polished.vertices - truth, axis=1).mean()
+    assert err_q > 0.01 and err_p < 0.2 * err_q
+    assert np.allclose(toy.joint_values(torch.as_tensor(polished.z)).numpy(), [0.6, 0.2], atol=0.03)
+    assert polished.loss <= q_only.loss
+
+
 def test_no_reduction_fits_z(toy):
     z_true = toy.latent_for(-0.5, 0.2)
     target = make_target(toy.vertices(z_true).numpy(), toy.faces, toy.rest_vertices.numpy())

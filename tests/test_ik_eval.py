@@ -65,8 +65,14 @@ def test_eval_ik_end_to_end(tiny_dataset, tiny_checkpoint, tmp_path, capsys):
     assert "kinemesh eval ik" in text and "0.764" in text
     recs = [json.loads(line) for line in rows.read_text().splitlines()]
     methods = {r["method"] for r in recs}
-    assert {"rest", "neurok", "neurok_z", "pca", "nearest", "ffd", "oracle", "ablation:tiny_copy"} <= methods
-    by = {(r["target"], r["method"]): r for r in recs}
+    assert {"rest", "neurok", "neurok_q", "neurok_z", "pca", "nearest", "ffd", "oracle",
+            "ablation:tiny_copy"} <= methods
+    # both fitting protocols by default, each with every method, in their own sections of the table
+    assert {r["fit_loss"] for r in recs} == {"vertex", "chamfer"}
+    assert len([r for r in recs if r["fit_loss"] == "vertex"]) == len([r for r in recs if r["fit_loss"] == "chamfer"])
+    assert "# Protocol 'vertex'" in text and "# Protocol 'chamfer'" in text
+    assert "free-form + Laplacian/edge reg. (given every target vertex)" in text
+    by = {(r["target"], r["method"]): r for r in recs if r["fit_loss"] == "vertex"}
     for r in recs:
         assert np.isfinite(r["chamfer_l1"]) and r["chamfer_l1"] >= 0
         if r["method"] == "rest":
@@ -119,7 +125,8 @@ def test_ik_command(tmp_path, tiny_checkpoint, capsys):
     fit = trimesh.load(tmp_path / "fit.obj", process=False)
     assert fit.vertices.shape == rest.shape
     assert np.ptp(fit.vertices, 0).max() > 2.0  # written back in the target's (3x larger) frame
-    assert json.loads((tmp_path / "fit.json").read_text())["reduced"] is True
+    fit_json = json.loads((tmp_path / "fit.json").read_text())
+    assert fit_json["reduced"] is True and isinstance(fit_json["polished"], bool)
     assert main(["ik", "--rest", str(tmp_path / "rest.obj"), "--target", str(tmp_path / "cloud.npy"),
                  "--out", str(tmp_path / "fit2.obj"), "--partial", "--no-reduction", *common]) == 0
     (tmp_path / "empty.xyz").write_text("")

@@ -30,6 +30,8 @@ def register(sub) -> None:
     p.add_argument("--rigidity", type=float, default=0.0, help="weight of the within-part rigidity term")
     p.add_argument("--starts", type=int, default=4, help="multi-start count (best prior samples)")
     p.add_argument("--steps", type=int, default=80, help="Adam steps before L-BFGS")
+    p.add_argument("--polish-steps", type=int, default=40,
+                   help="Adam steps of the full-latent polish after the reduced fit (0 = reduced q only)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default=None, help="also write q, z and the errors as JSON here")
     p.add_argument("--save-subspace", default=None, metavar="DIR",
@@ -52,8 +54,8 @@ def run(args) -> int:
     from kinemesh.ik.pipeline import ReductionConfig, load_rest, load_target, neurok_decoder
     from kinemesh.model import load_model
 
-    if args.steps < 0 or args.starts < 1:
-        raise ConfigError("--steps must be >= 0 and --starts >= 1")
+    if args.steps < 0 or args.starts < 1 or args.polish_steps < 0:
+        raise ConfigError("--steps and --polish-steps must be >= 0 and --starts >= 1")
     if args.device != "cpu":
         raise ConfigError("kinemesh ik runs on cpu (the k-d tree Chamfer is CPU code)")
     rest_v, rest_f = load_rest(args.rest)
@@ -76,7 +78,7 @@ def run(args) -> int:
     if sub is not None and args.spectrum:
         sub.plot_spectrum(args.spectrum)
     cfg = IKConfig(loss=args.loss, n_starts=args.starts, adam_steps=args.steps, rigidity_weight=args.rigidity,
-                   fit_similarity=args.normalize_target, seed=args.seed)
+                   fit_similarity=args.normalize_target, seed=args.seed, refine_z_steps=args.polish_steps)
     res = solve(decoder, target, cfg)
     export_obj(res.vertices_target_frame, rest_f, args.out)
     msg = f"fit error: Chamfer-L1 {res.errors['chamfer_l1']:.5f}"
@@ -90,11 +92,13 @@ def run(args) -> int:
         msg += f", vertex error {ve:.5f} (rest pose {rest_err:.5f}, motion explained {expl:.1%})"
     msg += " [normalized units: rest bbox longest side = 1]"
     dims = f"q ({sub.k} of {sub.latent_dim} latent dims)" if sub is not None else f"z ({decoder.latent_dim} dims)"
+    if res.polished:
+        dims += ", then polished in z"
     print(msg)
     print(f"fitted {dims} in {res.seconds:.2f} s -> {args.out}")
     if args.json:
         write_text(args.json, json.dumps({
             "latent": res.latent.tolist(), "z": res.z.tolist(), "errors": res.errors, "seconds": res.seconds,
-            "reduced": sub is not None, "scale": res.similarity[0] * target.scale,
+            "reduced": sub is not None, "polished": res.polished, "scale": res.similarity[0] * target.scale,
         }, indent=2) + "\n")
     return 0

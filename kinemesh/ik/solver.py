@@ -70,6 +70,13 @@ class IKConfig:
     """Latents decoded per forward pass when screening candidates."""
     seed: int = 0
     """Seed of the candidate samples."""
+    refine_z_steps: int = 40
+    """Full-latent polish after a reduced fit (0 = off): when the decoder is a reduced one (q), the best q is
+    mapped to z and refined in the full latent space with Adam (``refine_z_lr``) and L-BFGS, same objective
+    with the barrier on z. The reduced space does the global search (few coordinates, prior-shaped), the
+    polish recovers what the subspace truncated. Skipped with ``fit_similarity``."""
+    refine_z_lr: float = 0.02
+    """Adam learning rate of the polish (z units, prior std 1)."""
 
 
 @dataclass
@@ -95,6 +102,9 @@ class IKResult:
     errors: dict = field(default_factory=dict)
     seconds: float = 0.0
     similarity: tuple[float, np.ndarray] = (1.0, np.zeros(3))
+    polished: bool = False
+    """True when the shape comes from the full-latent polish of a reduced fit (``z`` is then off the
+    subspace; ``latent`` is the reduced fit's q)."""
 
 
 def chamfer_reference(pred: torch.Tensor, target: torch.Tensor, one_sided: bool = False,
@@ -298,7 +308,30 @@ def solve(
     regularizer : optional extra term latent (B, k) -> (B,) added to the objective (used by baselines).
     init : optional (n, k) starting latents screened together with the prior samples.
     """
+    from dataclasses import replace
+
+    t_start = time.perf_counter()
     cfg = config or IKConfig()
+    if cfg.refine_z_steps < 0:
+        raise ConfigError("IK: refine_z_steps must be >= 0")
+    res = _solve(decoder, target, cfg, regularizer, init)
+    reduced = getattr(decoder, "subspace", None) is not None and getattr(decoder, "decoder", None) is not None
+    if cfg.refine_z_steps <= 0 or cfg.fit_similarity or regularizer is not None or not reduced:
+        return res
+    # polish in z from the reduced solution (the prior mean joins the screen; the better one is refined)
+    zcfg = replace(cfg, n_candidates=1, n_starts=1, posterior_init=0, adam_steps=cfg.refine_z_steps,
+                   adam_lr=cfg.refine_z_lr, refine_z_steps=0)
+    res_z = _solve(decoder.decoder, target, zcfg, None, torch.as_tensor(res.z, dtype=torch.float32)[None])
+    if not res_z.loss < res.loss:
+        return res
+    res_z.latent = res.latent  # q of the reduced fit; z (and the shape) are the polished ones
+    res_z.polished = True
+    res_z.seconds = time.perf_counter() - t_start
+    return res_z
+
+
+def _solve(decoder, target: Target, cfg: IKConfig, regularizer, init) -> IKResult:
+    """One fit of ``decoder``'s own latent (see :func:`solve`)."""
     if cfg.n_starts < 1 or cfg.n_candidates < 1 or cfg.adam_steps < 0 or cfg.lbfgs_steps < 0:
         raise ConfigError("IK: n_starts and n_candidates must be >= 1, step counts >= 0")
     t0 = time.perf_counter()
