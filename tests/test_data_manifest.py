@@ -77,6 +77,24 @@ def test_splits_hold_out_categories_and_whole_instances():
     assert {e["path"]: e["split"] for e in other} != {e["path"]: e["split"] for e in out}
 
 
+def test_val_split_leaves_the_test_split_unchanged():
+    entries = _entries()
+    base = assign_splits(entries, holdout_categories=("cloth",), instance_fraction=0.2, seed=7)
+    out = assign_splits(entries, holdout_categories=("cloth",), instance_fraction=0.2, seed=7, val_fraction=0.1)
+    before, after = {e["path"]: e["split"] for e in base}, {e["path"]: e["split"] for e in out}
+    assert {p for p, s in after.items() if s in ("test", "test_category")} == \
+        {p for p, s in before.items() if s in ("test", "test_category")}
+    for cat, n_inst in (("cabinet", 20), ("door", 10)):
+        val_inst = {e["instance"] for e in out if e["category"] == cat and e["split"] == "val"}
+        assert len(val_inst) == max(1, round(0.1 * n_inst))
+        assert all(before[e["path"]] == "train" for e in out if e["split"] == "val")  # taken from training
+        for e in out:  # whole instances
+            if e["category"] == cat:
+                assert (e["split"] == "val") == (e["instance"] in val_inst)
+    with pytest.raises(ConfigError):
+        assign_splits(entries, instance_fraction=0.5, val_fraction=0.5)
+
+
 def test_split_edge_cases(tiny_sequence, tmp_path):
     one = [{"path": "a.npz", "category": "x", "kind": "cloth", "n_frames": 1, "n_vertices": 3}]
     assert assign_splits(one, instance_fraction=0.5)[0]["split"] == "train"  # never empties training

@@ -40,6 +40,13 @@ def register(sub):
         help="fraction of instances per category in split test (default 0.15)",
     )
     p.add_argument(
+        "--val-fraction",
+        type=float,
+        default=0.1,
+        help="fraction of instances per category in split val, for model selection and training curves; "
+        "drawn after the test split, which it never changes (default 0.1)",
+    )
+    p.add_argument(
         "--elastic-meshes",
         nargs="*",
         default=(),
@@ -100,6 +107,7 @@ def run(args) -> int:
         write_assets=args.write_assets,
         holdout_categories=tuple(c.strip() for c in args.holdout_categories.split(",") if c.strip()),
         instance_fraction=args.instance_fraction,
+        val_fraction=args.val_fraction,
         workers=args.workers,
         elastic_meshes=tuple(args.elastic_meshes or ()),
     )

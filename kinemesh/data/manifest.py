@@ -22,7 +22,7 @@ from kinemesh.atomic import write_text
 from kinemesh.errors import ConfigError, InputFileError, UnsafePathError
 
 REQUIRED_KEYS = ("path", "category", "kind", "n_frames", "n_vertices")
-SPLITS = ("train", "test", "test_category")
+SPLITS = ("train", "val", "test", "test_category")
 
 
 def write_manifest(entries: Iterable[dict[str, Any]], path: str | os.PathLike) -> Path:
@@ -149,6 +149,7 @@ def assign_splits(
     holdout_categories: Iterable[str] = (),
     instance_fraction: float = 0.15,
     seed: int = 0,
+    val_fraction: float = 0.0,
 ) -> list[dict[str, Any]]:
     """Return copies of ``entries`` with ``split`` set; deterministic for a given ``seed``.
 
@@ -157,14 +158,22 @@ def assign_splits(
     more instances and the fraction is positive) become ``test``; the rest ``train``. Instances are grouped by
     the ``instance`` key (default: ``path``). The choice per category depends only on the seed, the category
     name and its instance names, not on the order of ``entries``.
+
+    ``val_fraction`` of each category's instances (rounded, at least one when positive and at least two
+    instances stay in training) become ``val``, for model selection and training curves. They are drawn
+    from the instances left after the test draw, with their own random stream, so adding a validation split
+    never changes the test split.
     """
     if not 0.0 <= instance_fraction < 1.0:
         raise ConfigError(f"instance_fraction must be in [0, 1), got {instance_fraction}")
+    if not 0.0 <= val_fraction < 1.0 or instance_fraction + val_fraction >= 1.0:
+        raise ConfigError(f"val_fraction must be in [0, 1 - instance_fraction), got {val_fraction}")
     held = set(holdout_categories)
     by_cat: dict[str, set[str]] = {}
     for e in entries:
         by_cat.setdefault(str(e["category"]), set()).add(str(e.get("instance", e["path"])))
     test_instances: set[tuple[str, str]] = set()
+    val_instances: set[tuple[str, str]] = set()
     for cat, instances in by_cat.items():
         if cat in held:
             continue
@@ -174,8 +183,18 @@ def assign_splits(
             n_test = max(1, n_test)
         n_test = min(n_test, len(names) - 1)
         rng = np.random.default_rng([seed, zlib.crc32(cat.encode("utf-8"))])
-        for i in rng.permutation(len(names))[:n_test]:
+        test_idx = rng.permutation(len(names))[:n_test]
+        for i in test_idx:
             test_instances.add((cat, names[i]))
+        rest = [names[i] for i in range(len(names)) if i not in set(test_idx.tolist())]
+        n_val = int(round(val_fraction * len(names)))
+        if val_fraction > 0 and len(rest) >= 3:
+            n_val = max(1, n_val)
+        n_val = min(n_val, len(rest) - 2) if len(rest) >= 2 else 0
+        if n_val > 0:
+            vrng = np.random.default_rng([seed, zlib.crc32(cat.encode("utf-8")), 1])
+            for i in vrng.permutation(len(rest))[:n_val]:
+                val_instances.add((cat, rest[i]))
     out = []
     for e in entries:
         e = dict(e)
@@ -184,6 +203,8 @@ def assign_splits(
             e["split"] = "test_category"
         elif (cat, str(e.get("instance", e["path"]))) in test_instances:
             e["split"] = "test"
+        elif (cat, str(e.get("instance", e["path"]))) in val_instances:
+            e["split"] = "val"
         else:
             e["split"] = "train"
         out.append(e)

@@ -45,14 +45,16 @@ PROTOCOLS = {
     "vertex": "target = a pose of the same mesh, vertex correspondences known (the paper's setting)",
     "chamfer": "target = a scan: Chamfer data term, no correspondences",
 }
-GROUPS = {"test": "held-out instances", "test_category": "held-out categories", "real": "real PartNet-Mobility"}
+GROUPS = {"val": "validation instances", "test": "held-out instances", "test_category": "held-out categories",
+          "real": "real PartNet-Mobility"}
 PAPER = "| NeuROK (paper, PartNet-Mobility, GPU) | 0.028 | 0.028 | 0.764 | - | - | - | - |"
 
 
 def add_arguments(p) -> None:
     p.add_argument("--data", default=None, help="dataset folder with manifest.jsonl (synthetic held-out splits)")
-    p.add_argument("--split", choices=("all", "test", "test_category"), default="all",
-                   help="held-out instances (test), held-out categories (test_category) or both (all)")
+    p.add_argument("--split", choices=("all", "test", "test_category", "val"), default="all",
+                   help="held-out instances (test), held-out categories (test_category) or both (all); val = the "
+                        "validation split, for choosing IK settings without looking at the test splits")
     p.add_argument("--checkpoint", default=None, help="model checkpoint folder (default: the shipped model)")
     p.add_argument("--real", default=None, help="folder of real PartNet-Mobility objects (never trained on)")
     p.add_argument("--real-configs", type=int, default=2, help="sampled joint configurations per real object")
@@ -434,7 +436,7 @@ def render(rows: list[dict], command: str, notes: list[str], header: str = "") -
 
 def _render_protocol(rows: list[dict], proto: str) -> list[str]:
     agg = summarize(rows)
-    groups = [g for g in ("test", "test_category", "real") if any(r["group"] == g for r in rows)]
+    groups = [g for g in ("val", "test", "test_category", "real") if any(r["group"] == g for r in rows)]
     methods = []
     for r in rows:
         if r["method"] not in methods:

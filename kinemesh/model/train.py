@@ -153,6 +153,9 @@ def train(config: Config, opts: RunOptions) -> dict:
     entries = read_manifest_entries(opts.data)
     train_entries = select_split(entries, "train")
     val_entries = select_split(entries, "heldout")
+    if val_entries and not any(e["split"] in ("val", "valid", "validation") for e in val_entries):
+        log.warning("%s: no 'val' split (dataset made before kinemesh synth --val-fraction); the validation curve "
+                    "uses the test splits, so do not select models by it", opts.data)
     if not train_entries:
         raise ConfigError(f"{opts.data}: manifest has no entries with split 'train'")
     augment = Augment(tc.rotate_z, tuple(tc.scale_range), tc.resample_points)

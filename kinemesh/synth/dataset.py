@@ -39,6 +39,7 @@ class SynthConfig:
     write_assets: bool = False  # also write PartNet-style folders + MJCF for articulated instances
     holdout_categories: tuple[str, ...] = DEFAULT_HOLDOUT  # whole categories reserved for testing
     instance_fraction: float = 0.15  # fraction of instances per category reserved for testing
+    val_fraction: float = 0.1  # fraction of instances per category in split val (model selection, curves)
     workers: int = 0  # worker processes (0 = all cores)
     elastic_meshes: tuple[
         str, ...
@@ -250,6 +251,8 @@ def generate(cfg: SynthConfig, progress: bool = True) -> dict:
         raise ConfigError(f"--per-category must be >= 0, got {cfg.per_category}")
     if not 0.0 <= cfg.instance_fraction < 1.0:  # checked up front, not after a long generation run
         raise ConfigError(f"--instance-fraction must be in [0, 1), got {cfg.instance_fraction}")
+    if not 0.0 <= cfg.val_fraction < 1.0 - cfg.instance_fraction:
+        raise ConfigError(f"--val-fraction must be in [0, 1 - instance fraction), got {cfg.val_fraction}")
     user = user_mesh_categories(cfg.elastic_meshes)
     for path in user.values():  # a user's bad mesh is an error up front, not a silently dropped item
         _user_mesh(path)
@@ -287,6 +290,7 @@ def generate(cfg: SynthConfig, progress: bool = True) -> dict:
         holdout_categories=cfg.holdout_categories,
         instance_fraction=cfg.instance_fraction,
         seed=cfg.seed,
+        val_fraction=cfg.val_fraction,
     )
     mf.write_manifest(entries, out / "manifest.jsonl")
     report = {
