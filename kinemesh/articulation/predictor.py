@@ -46,6 +46,9 @@ class PredictorConfig:
     layers: int = 2  # self-attention layers over the tokens
     heads: int = 4  # attention heads
     fourier: int = 6  # Fourier frequencies of the point embedding
+    shape_uniform: float = 0.0  # fraction of the shape samples spread equally over the other parts (the rest
+    # by surface area). By area alone a door's handle gets ~1 of 192 samples, so the cue that decides the
+    # hinge side (the handle sits at the free edge) is invisible; 0 reproduces weights trained before it.
     extra: dict = field(default_factory=dict)  # training provenance (written to config.json)
 
 
@@ -74,7 +77,8 @@ def part_features(parts: list[tuple[np.ndarray, np.ndarray]], index: int, rng: n
     others = [(vv, ff) for i, (vv, ff) in enumerate(norm) if i != index and len(ff)]
     if others:
         areas = np.array([_area(vv, ff) for vv, ff in others])
-        counts = rng.multinomial(config.n_shape, areas / areas.sum())
+        u = float(getattr(config, "shape_uniform", 0.0))
+        counts = rng.multinomial(config.n_shape, (1.0 - u) * areas / areas.sum() + u / len(others))
         sp = np.concatenate([sample_surface(vv, ff, int(c), seed=rng)[0] for (vv, ff), c in zip(others, counts)
                              if c > 0])
     else:
