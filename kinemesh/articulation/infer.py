@@ -9,7 +9,11 @@ and returns one :class:`PartPrediction` per part except the root. Steps:
 2. the network predicts type, axis, origin, limits and a confidence per part (batched);
 3. optional validity check (``check_validity``): among the network's axis-class / sign alternatives the
    most probable one whose sweep (in either opening direction) neither collides nor detaches is kept
-   (:mod:`kinemesh.articulation.validity`, swept per-sample test).
+   (:mod:`kinemesh.articulation.validity`, swept per-sample test);
+4. with the validity check, revolute pivots are refined by the rest contact (``_snap_to_contact``): a
+   revolute part that touches its parent only in a compact region (pliers blades at their rivet, lamp links,
+   knobs) turns about an axis through that region, so a predicted line that misses it is moved (same
+   direction) to pass through the region's centroid when that motion is still valid.
 
 The heuristic baseline picks, among the *valid* box candidates, one by a fixed rule (no learning).
 """
@@ -26,6 +30,9 @@ from kinemesh.errors import KinemeshError
 CLASSES = ("fixed", "revolute", "prismatic")
 OPPOSITE_WEIGHT = 1.0  # decoding: score factor of a sweep opening against the predicted direction
 ORIGIN_CELLS = 3  # decoding: origin cells per axis class tried by the validity check
+SNAP_TO_CONTACT = True  # decoding: refine revolute pivots by a compact rest contact (``_snap_to_contact``)
+CONTACT_TOL = 0.02  # pivot snap: contact = part samples within (closest approach + this x object size) of the parent
+CONTACT_COMPACT = 0.5  # pivot snap: contact counts as compact when its extent across the axis is <= this x the part's
 
 
 @dataclass
@@ -174,7 +181,9 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
                                        {"type_probs": [float(x) for x in r.type_probs], "scale": scale,
                                         "alternatives": sorted(alts, key=lambda a: -a[0])})
     if check_validity:
-        _choose_valid(parts, root, parents, preds)
+        grid = _choose_valid(parts, root, parents, preds)
+        if grid is not None and SNAP_TO_CONTACT:
+            _snap_to_contact(parts, parents, preds, grid, seed=seed)
     for pr in preds.values():
         pr.info.pop("alternatives", None)
     return [preds[p.name] for p in parts if p.name in preds]
@@ -213,7 +222,7 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05, cross_typ
 
     movable = [p for p in preds.values() if p.type != "fixed"]
     if not movable:
-        return
+        return None
     grid = OccupancyGrid(_with_tree(parts, root, parents),
                          ValidityConfig(n_points=400, steps=6, swept=True, collision_fraction=0.02))
     for pr in movable:
@@ -246,6 +255,92 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05, cross_typ
             limits = (-limits[1], -limits[0])
         pr.type, pr.axis, pr.origin, pr.limits = type_, axis, origin, limits
         pr.info["changed_by_validity"] = True
+    return grid
+
+
+def _contact_samples(part: Part, parent: Part, n_samples: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Surface samples of ``part`` (n, 3) and ``parent`` (2n, 3) and each part sample's distance to the parent's."""
+    from scipy.spatial import cKDTree
+
+    from kinemesh.geometry.sampling import sample_surface
+
+    rng = np.random.default_rng(seed)
+    pts = sample_surface(part.vertices, part.faces, n_samples, seed=rng)[0]
+    ref = sample_surface(parent.vertices, parent.faces, 2 * n_samples, seed=rng)[0]
+    return pts, ref, cKDTree(ref).query(pts, k=1)[0]
+
+
+def contact_region(part: Part, parent: Part, size: float, n_samples: int = 1500, seed: int = 0,
+                   tol: float = CONTACT_TOL) -> np.ndarray:
+    """Surface samples (k, 3) of ``part`` that rest against ``parent``: within the parts' closest approach
+    plus ``tol`` x ``size`` (the object's largest side) of the parent's surface."""
+    pts, _, d = _contact_samples(part, parent, n_samples, seed)
+    return pts[d <= d.min() + tol * size]
+
+
+def contact_pivot(part: Part, parent: Part, axis: np.ndarray, origin: np.ndarray, size: float, seed: int = 0,
+                  compact: float = CONTACT_COMPACT, tol: float = CONTACT_TOL) -> np.ndarray | None:
+    """A point for the revolute axis line (``axis``, ``origin``) of ``part`` on ``parent`` from their rest
+    contact, or None when the line should stay.
+
+    A revolute joint's axis passes through both parts (a hinge pin, a rivet). When the given line misses the
+    parent (no parent surface sample within the contact tolerance of it: the parts' closest approach plus
+    ``tol`` x ``size``, ``size`` = the object's largest side) and the part touches the parent only in a
+    compact region (``contact_region``; extent across the axis at most ``compact`` x the part's own extent
+    across the axis: a rivet, a lamp link's end, a knob's foot; not a door's rim or a lid resting on its
+    body), the part turns about an axis through that region, and the point of least motion of the contact
+    under a turn is its centroid. Returns that centroid (moved along the axis to the foot of ``origin``);
+    None otherwise."""
+    a = np.asarray(axis, float)
+    a = a / np.linalg.norm(a)
+    o = np.asarray(origin, float)
+    pts, ref, d = _contact_samples(part, parent, 1500, seed)
+    eps = float(d.min()) + tol * size
+    P = np.eye(3) - np.outer(a, a)
+    if float(np.linalg.norm((ref - o) @ P, axis=1).min()) <= eps:
+        return None  # the line passes through (or along) the parent
+    C = pts[d <= eps]
+    if len(C) < 8:
+        return None
+    ext_part = float(np.ptp(pts @ P, axis=0).max())
+    ext_c = float(np.ptp(C @ P, axis=0).max())
+    if ext_part <= 0 or ext_c > compact * ext_part:
+        return None
+    c = C.mean(0)
+    return c + a * float((o - c) @ a)
+
+
+def _snap_to_contact(parts, parents, preds, grid, seed: int = 0) -> None:
+    """Decoding refinement: each predicted revolute part whose axis line misses a compact rest contact with
+    its parent (``contact_pivot``) gets its line moved (same direction and limits) through the contact's
+    centroid, kept only when the moved sweep passes the same validity check as ``_choose_valid`` (in the
+    predicted opening direction or the opposite one, limits mirrored then)."""
+    from kinemesh.articulation.candidates import Candidate
+    from kinemesh.articulation.validity import check_candidates
+
+    by = {p.name: p for p in parts}
+    size = grid.size
+    for pr in preds.values():
+        if pr.type != "revolute" or pr.parent not in by:
+            continue
+        new = contact_pivot(by[pr.name], by[pr.parent], pr.axis, pr.origin, size, seed=seed)
+        if new is None:
+            continue
+        lo, hi = pr.limits or (0.0, 0.5 * np.pi)
+        reach = float(min(max(abs(lo), abs(hi)), 0.5 * np.pi))
+        if reach < 1e-6:
+            continue
+        s = 1.0 if abs(hi) >= abs(lo) else -1.0
+        sweeps = [Candidate("revolute", pr.axis, new, (0.0, s * reach), 0, 1),
+                  Candidate("revolute", pr.axis, new, (0.0, -s * reach), 0, 1)]
+        check_candidates(grid, _subtree(parents, pr.name), sweeps)
+        pr.info["contact_pivot"] = {"origin": new.tolist(), "valid": [c.valid for c in sweeps]}
+        if not any(c.valid for c in sweeps):
+            continue
+        if not sweeps[0].valid and pr.limits is not None:
+            pr.limits = (-pr.limits[1], -pr.limits[0])
+        pr.origin = new
+        pr.info["moved_to_contact"] = True
 
 
 def heuristic_articulate(obj: ArticulatedObject, seed: int = 0) -> list[PartPrediction]:
