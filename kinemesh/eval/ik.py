@@ -540,7 +540,11 @@ def run(args) -> int:
         rows = unique
         if not rows:
             raise KinemeshError("the rows files hold no rows")
-        command = "kinemesh eval ik " + _reconstruct(args)
+        command = "kinemesh eval ik --from-rows " + " ".join(args.from_rows)
+        if args.out:
+            command += f" --out {args.out}"
+        if args.histogram:
+            command += f" --histogram {args.histogram}"
         text = render(rows, command, [], f"Rendered from saved per-target rows ({', '.join(args.from_rows)}); "
                       "see the commands that produced them below the table.")
         print(text)
@@ -602,7 +606,8 @@ def run(args) -> int:
         f"Checkpoint: {args.checkpoint or 'default (kinemesh/assets/checkpoints/default)'}"
         f"{'' if trained else ' -- UNTRAINED model, numbers are meaningless'}; "
         f"active subspace: {args.subspace_method}, k_q {'auto (99% explained, <= 32)' if args.k_q is None else args.k_q}. "
-        "Metrics after normalizing the rest shape to a unit longest bbox side. Paper numbers are on PartNet-Mobility with an unspecified normalization (the "
+        "Metrics after normalizing the rest shape to a unit longest bbox side. Paper numbers are on "
+        "PartNet-Mobility with an unspecified normalization (the "
         "anchor row), not directly comparable."
     )
     text = render(rows, command, sorted(runner.notes), header)
