@@ -43,6 +43,8 @@ class TrainConfig:
     # off by default: 0.5 and 0.25 were mixed on the validation protocol (docs/results/articulation.md)
     shape_uniform: float = 0.5  # PredictorConfig.shape_uniform: half the context samples spread equally over
     # the other parts, so small attached parts (handles, knobs) are seen
+    shape_floor: float = 0.0  # PredictorConfig.shape_floor: every other part gets at least this share of the
+    # context samples (0.03 ~ 6 of 192); an alternative to shape_uniform (use --shape-uniform 0 with it)
     members: int = 3  # networks trained from seeds seed, seed+1, ... on the same data, shipped as one ensemble
     batch: int = 32  # batch size
     lr: float = 1e-3  # AdamW learning rate (cosine decay)
@@ -120,7 +122,7 @@ def train(out_dir: str, tc: TrainConfig, pc: PredictorConfig | None = None) -> d
     t0 = time.time()
     torch.manual_seed(tc.seed)
     rng = np.random.default_rng(tc.seed)
-    pc = pc or PredictorConfig(shape_uniform=tc.shape_uniform)
+    pc = pc or PredictorConfig(shape_uniform=tc.shape_uniform, shape_floor=tc.shape_floor)
     cats = [c for c in CATEGORIES if c not in HOLDOUT_CATEGORIES]
     ft_jobs = [(c, s) for c in cats for s in range(tc.n_finetune)] + \
               [("assembly", s) for s in range(tc.n_assemblies_ft)]
