@@ -10,7 +10,8 @@ samples (both directions, or target -> prediction only for partial targets); the
 state where the prior N(mu, I) has mass (joint limits then come from the decoder, DESIGN.md); R is the
 mean squared change of k-nearest-neighbour distances of the decoded points (discourages bending rigid
 parts). Optimisation: screen ``n_candidates`` prior samples (plus the prior mean), refine the best
-``n_starts`` together with Adam, then polish the best one with L-BFGS.
+``n_starts`` together with Adam, then polish the best one with L-BFGS; a reduced fit (q) is finally polished in
+the full latent z the same way (``refine_z_steps``).
 """
 
 from __future__ import annotations
@@ -322,7 +323,8 @@ def solve(
     zcfg = replace(cfg, n_candidates=1, n_starts=1, posterior_init=0, adam_steps=cfg.refine_z_steps,
                    adam_lr=cfg.refine_z_lr, refine_z_steps=0)
     res_z = _solve(decoder.decoder, target, zcfg, None, torch.as_tensor(res.z, dtype=torch.float32)[None])
-    if not res_z.loss < res.loss:
+    if not res_z.loss < res.loss:  # same data term; the barrier acts on q there, on z here
+        res.seconds = time.perf_counter() - t_start
         return res
     res_z.latent = res.latent  # q of the reduced fit; z (and the shape) are the polished ones
     res_z.polished = True
