@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from articulation_fixtures import handle_samples_in_door_context
 from kinemesh.articulation.predictor import PredictorConfig, context_counts, context_shares
 
 
@@ -57,18 +58,6 @@ def test_floor_off_is_the_old_sampling():
 
 def test_floor_microwave_handle_visible():
     """On a generated microwave, the door's context with floor 0.03 (no uniform part) holds the handle."""
-    from kinemesh.articulation.dataset import build_object
-    from kinemesh.articulation.predictor import part_features
-
-    obj = build_object("microwave", 0)
-    parts = [p for p in obj.parts if len(p.vertices)]
-    i = [p.name for p in parts].index("door")
     cfg = PredictorConfig(shape_uniform=0.0, shape_floor=0.03)
-    for seed in range(3):
-        pts, _, box, (center, scale) = part_features([(p.vertices, p.faces) for p in parts], i,
-                                                     np.random.default_rng(seed), cfg, "door")
-        assert pts.shape == (cfg.n_part + cfg.n_shape, 4)
-        h = box.to_box((obj.part("door_handle").vertices - center) * scale)
-        ctx = pts[pts[:, 3] == 0, :3]
-        inside = np.all((ctx >= h.min(0) - 1e-6) & (ctx <= h.max(0) + 1e-6), axis=1)
-        assert inside.sum() >= int(0.03 * cfg.n_shape)
+    for count in handle_samples_in_door_context(cfg, range(3)):
+        assert count >= int(0.03 * cfg.n_shape)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from articulation_fixtures import handle_samples_in_door_context
 from kinemesh.data.articulated import ArticulatedObject, Joint, Part
 
 M = np.array([-1.0, 1.0, 1.0])
@@ -147,20 +148,7 @@ def test_shape_context_sees_the_door_handle(uniform, lo, hi):
     """The hinge side of a door is read from its handle, a tiny part: by surface area alone it gets about 1
     of the 192 context samples; with ``shape_uniform`` = 0.5 (shipped) half the context is spread equally
     over the other parts, and the microwave's handle gets tens of samples."""
-    from kinemesh.articulation.dataset import build_object
-    from kinemesh.articulation.predictor import PredictorConfig, part_features
+    from kinemesh.articulation.predictor import PredictorConfig
 
-    obj = build_object("microwave", 0)
-    parts = [p for p in obj.parts if len(p.vertices)]
-    i = [p.name for p in parts].index("door")
-    cfg = PredictorConfig(shape_uniform=uniform)
-    counts = []
-    for seed in range(5):
-        pts, _, box, (center, scale) = part_features([(p.vertices, p.faces) for p in parts], i,
-                                                     np.random.default_rng(seed), cfg, "door")
-        assert pts.shape == (cfg.n_part + cfg.n_shape, 4)
-        h = box.to_box((obj.part("door_handle").vertices - center) * scale)
-        ctx = pts[pts[:, 3] == 0, :3]
-        inside = np.all((ctx >= h.min(0) - 1e-6) & (ctx <= h.max(0) + 1e-6), axis=1)
-        counts.append(int(inside.sum()))
+    counts = handle_samples_in_door_context(PredictorConfig(shape_uniform=uniform), range(5))
     assert lo <= np.mean(counts) <= hi, counts
