@@ -258,26 +258,6 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05, cross_typ
     return grid
 
 
-def _contact_samples(part: Part, parent: Part, n_samples: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Surface samples of ``part`` (n, 3) and ``parent`` (2n, 3) and each part sample's distance to the parent's."""
-    from scipy.spatial import cKDTree
-
-    from kinemesh.geometry.sampling import sample_surface
-
-    rng = np.random.default_rng(seed)
-    pts = sample_surface(part.vertices, part.faces, n_samples, seed=rng)[0]
-    ref = sample_surface(parent.vertices, parent.faces, 2 * n_samples, seed=rng)[0]
-    return pts, ref, cKDTree(ref).query(pts, k=1)[0]
-
-
-def contact_region(part: Part, parent: Part, size: float, n_samples: int = 1500, seed: int = 0,
-                   tol: float = CONTACT_TOL) -> np.ndarray:
-    """Surface samples (k, 3) of ``part`` that rest against ``parent``: within the parts' closest approach
-    plus ``tol`` x ``size`` (the object's largest side) of the parent's surface."""
-    pts, _, d = _contact_samples(part, parent, n_samples, seed)
-    return pts[d <= d.min() + tol * size]
-
-
 def contact_pivot(part: Part, parent: Part, axis: np.ndarray, origin: np.ndarray, size: float, seed: int = 0,
                   compact: float = CONTACT_COMPACT, tol: float = CONTACT_TOL) -> np.ndarray | None:
     """A point for the revolute axis line (``axis``, ``origin``) of ``part`` on ``parent`` from their rest
@@ -286,15 +266,22 @@ def contact_pivot(part: Part, parent: Part, axis: np.ndarray, origin: np.ndarray
     A revolute joint's axis passes through both parts (a hinge pin, a rivet). When the given line misses the
     parent (no parent surface sample within the contact tolerance of it: the parts' closest approach plus
     ``tol`` x ``size``, ``size`` = the object's largest side) and the part touches the parent only in a
-    compact region (``contact_region``; extent across the axis at most ``compact`` x the part's own extent
-    across the axis: a rivet, a lamp link's end, a knob's foot; not a door's rim or a lid resting on its
-    body), the part turns about an axis through that region, and the point of least motion of the contact
+    compact region (its samples within the same tolerance of the parent; extent across the axis at most
+    ``compact`` x the part's own extent across the axis: a rivet, a lamp link's end, a knob's foot; not a
+    door's rim or a lid resting on its body), the part turns about an axis through that region, and the point of least motion of the contact
     under a turn is its centroid. Returns that centroid (moved along the axis to the foot of ``origin``);
     None otherwise."""
+    from scipy.spatial import cKDTree
+
+    from kinemesh.geometry.sampling import sample_surface
+
     a = np.asarray(axis, float)
     a = a / np.linalg.norm(a)
     o = np.asarray(origin, float)
-    pts, ref, d = _contact_samples(part, parent, 1500, seed)
+    rng = np.random.default_rng(seed)
+    pts = sample_surface(part.vertices, part.faces, 1500, seed=rng)[0]
+    ref = sample_surface(parent.vertices, parent.faces, 3000, seed=rng)[0]
+    d = cKDTree(ref).query(pts, k=1)[0]  # each part sample's distance to the parent's surface samples
     eps = float(d.min()) + tol * size
     P = np.eye(3) - np.outer(a, a)
     if float(np.linalg.norm((ref - o) @ P, axis=1).min()) <= eps:

@@ -316,18 +316,18 @@ class Runner:
 
     def run(self, t: EvalTarget) -> list[dict]:
         """Rows of every method on ``t``, for each fitting protocol."""
-        rows = []
+        rows, rest_metrics = [], {}  # the rest pose is the same under every protocol: scored once
         for proto in self.protocols:
-            rows += self._run(t, proto)
+            rows += self._run(t, proto, rest_metrics)
         return rows
 
-    def _run(self, t: EvalTarget, proto: str) -> list[dict]:
+    def _run(self, t: EvalTarget, proto: str, rest_metrics: dict) -> list[dict]:
         from kinemesh.ik import baselines as B
         from kinemesh.ik import make_target, solve
 
         target = make_target(t.target_vertices, t.faces, t.rest_vertices, t.faces,
                              correspondences=proto == "vertex", seed=self.args.seed)
-        self.cfg = self.cfgs[proto]
+        cfgs = self.cfgs[proto]
         rows = []
         jobs = list(self.methods) + [f"ablation:{n}" for n in self.models if n != "default"]
         for m in jobs:
@@ -339,8 +339,8 @@ class Runner:
                 elif m in ("neurok", "neurok_q", "neurok_z") or m.startswith("ablation:"):
                     name = m.split(":", 1)[1] if m.startswith("ablation:") else "default"
                     dec, sub, setup = self._neurok(name, t, reduced=m != "neurok_z")
-                    cfg = replace(self.cfg["neurok"], rigidity_weight=self.args.rigidity,
-                                  refine_z_steps=0 if m == "neurok_q" else self.cfg["neurok"].refine_z_steps)
+                    cfg = replace(cfgs["neurok"], rigidity_weight=self.args.rigidity,
+                                  refine_z_steps=0 if m == "neurok_q" else cfgs["neurok"].refine_z_steps)
                     fit = solve(dec, target, cfg).vertices
                 elif m in ("pca", "nearest"):
                     if self.pools is None:
@@ -348,18 +348,18 @@ class Runner:
                     pool = self._pool_for(t)
                     if m == "pca":
                         dec = B.pca_decoder(t.rest_vertices, t.faces, pool, seed=self.args.seed)
-                        fit = solve(dec, target, self.cfg["pca"]).vertices
+                        fit = solve(dec, target, cfgs["pca"]).vertices
                     else:
                         fit = B.nearest_pose(t.rest_vertices, t.faces, pool, target, seed=self.args.seed)[0]
                 elif m == "ffd":
                     dec = B.FreeFormDecoder(t.rest_vertices, t.faces, seed=self.args.seed)
-                    fit = solve(dec, target, self.cfg["ffd"], regularizer=dec.regularizer).vertices
+                    fit = solve(dec, target, cfgs["ffd"], regularizer=dec.regularizer).vertices
                 elif m == "oracle":
                     if t.kind != "articulated" or not t.joints or t.part_ids is None or not t.part_names:
                         continue
                     dec = B.ArticulationDecoder(t.rest_vertices, t.faces, t.part_ids, t.part_names, t.joints,
                                                 seed=self.args.seed)
-                    cfg = self.cfg["oracle"]
+                    cfg = cfgs["oracle"]
                     init = dec.sample_latents(max(cfg.n_candidates - 1, 1), seed=self.args.seed)
                     fit = solve(dec, target, cfg, init=init).vertices
                 else:
@@ -371,8 +371,14 @@ class Runner:
             sec = time.perf_counter() - t0 - setup
             row = {"group": t.group, "kind": t.kind, "category": t.category, "target": t.name, "method": m,
                    "fit_loss": proto, "seconds": sec, "setup_seconds": setup}
-            row.update(score(np.asarray(fit, dtype=np.float64), t, self.args.metric_samples,
-                             self.args.iou_points, self.args.seed, self.args.iou_voxels))
+            if m == "rest" and rest_metrics:
+                metrics = rest_metrics
+            else:
+                metrics = score(np.asarray(fit, dtype=np.float64), t, self.args.metric_samples,
+                                self.args.iou_points, self.args.seed, self.args.iou_voxels)
+                if m == "rest":
+                    rest_metrics.update(metrics)
+            row.update(metrics)
             rows.append(row)
         return rows
 
