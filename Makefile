@@ -24,7 +24,7 @@ browser:
 	  || echo "warning: could not install chromium; browser tests will be skipped"; }
 
 demo: $(STAMP)
-	$(BIN)/kinemesh demo --out $(OUT)
+	$(BIN)/kinemesh demo --force --out $(OUT)
 
 test: $(STAMP) browser
 	$(BIN)/python -m pytest -q

@@ -73,3 +73,19 @@ def write_text(path: str | os.PathLike, text: str) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return Path(path)
+
+
+def remove_stale(folder: str | os.PathLike) -> list[Path]:
+    """Delete the temporary files and folders that :func:`atomic_path` / :func:`atomic_dir` leave when a process
+    is killed mid-write (``.NAME.XXXX.tmpSUFFIX``, ``.NAME.XXXX.tmp``, ``.NAME.old``) anywhere under
+    ``folder``. Call it only while no other process writes there (e.g. when resuming). Returns what was removed.
+    """
+    import re
+
+    pattern = re.compile(r"^\..+\.[^.]+\.tmp(\.[^.]+)?$|^\..+\.old$")
+    removed = []
+    for p in sorted(Path(folder).rglob(".*"), key=lambda q: len(q.parts), reverse=True):
+        if pattern.match(p.name) and (p.is_file() or p.is_dir()) and not p.is_symlink():
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+            removed.append(p)
+    return removed

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import pkgutil
+import signal
 import sys
 
 from kinemesh import __version__
@@ -37,6 +39,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so every ``finally`` (atomic writes) removes its temporary files."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -47,16 +57,26 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         code = args.func(args)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `kinemesh info big.obj | head -1`: the reader left; not an error of ours
+        # Python flushes stdout again at exit: point it at devnull so that flush cannot fail either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KinemeshError as exc:
         if args.verbose:
             raise
         print(f"kinemesh {args.command}: error: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print(f"kinemesh {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        term = isinstance(exc, _Terminated)
+        print(f"kinemesh {args.command}: {'terminated' if term else 'interrupted'}", file=sys.stderr)
+        return 143 if term else 130
     return int(code or 0)
 
 

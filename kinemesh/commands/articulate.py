@@ -9,7 +9,9 @@ def register(sub) -> None:
                        description=__doc__)
     p.add_argument("input", help="URDF / PartNet-Mobility folder, .npz sequence, GLB (nodes), OBJ (groups) or "
                                  "any mesh (connected components or --labels)")
-    p.add_argument("--out", required=True, help="output folder (written atomically)")
+    p.add_argument("--out", required=True, help="output folder (written atomically; an existing non-empty "
+                                                "folder needs --force)")
+    p.add_argument("--force", action="store_true", help="replace an existing non-empty --out folder")
     p.add_argument("--prompt", default=None, help='text naming the part to articulate, e.g. "open the left door"')
     p.add_argument("--observed", default=None,
                    help="observed motion to fit joints to (ATOP stage 2): a .npz KinematicSequence with part_ids "
@@ -38,8 +40,10 @@ def run(args) -> int:
     from kinemesh.articulation.infer import PartPrediction, articulate, geometric_parts, part_tree, to_articulated
     from kinemesh.articulation.parts import load_parts
     from kinemesh.atomic import atomic_dir
+    from kinemesh.checks import out_dir
     from kinemesh.errors import InputFileError, KinemeshError
 
+    out_dir(args.out, args.force)
     obj = load_parts(args.input, labels=args.labels, up=args.up)
     parts = geometric_parts(obj)
     target = None

@@ -19,14 +19,19 @@ MESH_SUFFIXES = (".obj", ".ply", ".glb", ".stl", ".off")
 
 
 def register(sub) -> None:
+    from kinemesh.checks import number
+
     p = sub.add_parser("demo", help="animate the bundled example objects (GLB, NPZ, MP4, contact sheet)",
                        description=__doc__.strip().splitlines()[0])
-    p.add_argument("--out", default="kinemesh_demo", help="output folder (default ./kinemesh_demo)")
+    p.add_argument("--out", default="kinemesh_demo", help="output folder (default ./kinemesh_demo; an existing "
+                                                           "non-empty folder needs --force)")
+    p.add_argument("--force", action="store_true", help="write into an existing non-empty --out folder")
     p.add_argument("--checkpoint", default=None, metavar="DIR", help="model checkpoint (default: shipped one)")
     p.add_argument("--examples", default=",".join(EXAMPLES),
                    help=f"comma-separated subset of {','.join(EXAMPLES)}")
-    p.add_argument("--frames", type=int, default=60, help="frames per animation (default 60 = 2 s at 30 fps)")
-    p.add_argument("--fps", type=float, default=30.0)
+    p.add_argument("--frames", type=number(int, 2, 100000), default=60,
+                   help="frames per animation (default 60 = 2 s at 30 fps)")
+    p.add_argument("--fps", type=number(float, 0, 1000, lo_open=True), default=30.0)
     p.add_argument("--no-video", action="store_true", help="skip the MP4 files (faster)")
     p.add_argument("--points", type=int, default=512, help="surface points carrying the mass (default 512)")
     p.add_argument("--k-q", type=int, default=8, help="reduced coordinates (default 8)")
@@ -158,8 +163,9 @@ def run(args) -> int:
     bad = [n for n in names if n not in EXAMPLES]
     if bad or not names:
         raise ConfigError(f"--examples {args.examples!r}: choose from {','.join(EXAMPLES)}")
-    if args.frames < 2:
-        raise ConfigError(f"--frames must be >= 2, got {args.frames}")
+    from kinemesh.checks import out_dir
+
+    out_dir(args.out, args.force)
     ckpt = resolve_checkpoint(args.checkpoint)
     t_start = time.perf_counter()
     model = load_model(ckpt).to(dtype=torch.float64)

@@ -8,17 +8,21 @@ from pathlib import Path
 
 def _vec3(text: str) -> tuple[float, float, float]:
     import argparse
+    import math
 
     try:
         values = tuple(float(v) for v in text.split(","))
     except ValueError:
         values = ()
-    if len(values) != 3:
+    if len(values) != 3 or not all(map(math.isfinite, values)):
         raise argparse.ArgumentTypeError(f"expected three comma-separated numbers X,Y,Z, got {text!r}")
     return values  # type: ignore[return-value]
 
 
 def register(sub) -> None:
+    from kinemesh.checks import number
+
+    positive = number(float, 0, lo_open=True)
     p = sub.add_parser(
         "physics",
         help="assign physical materials per part and simulate drop/throw/tilt/drag/wind",
@@ -32,17 +36,18 @@ def register(sub) -> None:
     p.add_argument("--materials", default="auto", help="'auto' (rules), a materials.json, or a library name "
                                                        "for every part (default: auto)")
     p.add_argument("--rules", help="a rules JSON replacing the shipped rules (with --materials auto)")
-    p.add_argument("--out", help="output folder")
-    p.add_argument("--duration", type=float, help="simulated time, s (default 1.5)")
-    p.add_argument("--fps", type=float, default=30.0, help="frames per second (default 30)")
-    p.add_argument("--height", type=float, help="drop/throw height of the lowest point, m (default 0.3)")
+    p.add_argument("--out", help="output folder (an existing non-empty folder needs --force)")
+    p.add_argument("--force", action="store_true", help="replace an existing non-empty --out folder")
+    p.add_argument("--duration", type=positive, help="simulated time, s (default 1.5)")
+    p.add_argument("--fps", type=positive, default=30.0, help="frames per second (default 30)")
+    p.add_argument("--height", type=number(float, 0), help="drop/throw height of the lowest point, m (default 0.3)")
     p.add_argument("--velocity", type=_vec3, help="throw: linear velocity VX,VY,VZ m/s")
     p.add_argument("--angular-velocity", type=_vec3, help="throw: angular velocity WX,WY,WZ rad/s")
-    p.add_argument("--tilt", type=float, help="tilt: plane angle, degrees (default 30)")
-    p.add_argument("--drag-vertex", type=int, help="drag: vertex to pull (default: top-most)")
+    p.add_argument("--tilt", type=number(float, 0, 80), help="tilt: plane angle, degrees (default 30)")
+    p.add_argument("--drag-vertex", type=number(int, 0), help="drag: vertex to pull (default: top-most)")
     p.add_argument("--drag-direction", type=_vec3, help="drag: direction DX,DY,DZ")
     p.add_argument("--wind", type=_vec3, help="wind: air velocity X,Y,Z m/s (default 8,0,0)")
-    p.add_argument("--timestep", type=float, help="physics time step, s (default 5e-4)")
+    p.add_argument("--timestep", type=positive, help="physics time step, s (default 5e-4)")
     p.add_argument("--no-video", action="store_true", help="skip the MP4")
     p.add_argument("--list-materials", action="store_true", help="print the material library and exit")
     p.set_defaults(func=run)
@@ -56,6 +61,10 @@ def run(args) -> int:
         return 0
     if not args.input or not args.out:
         raise ConfigError("give an INPUT and --out DIR (or --list-materials)")
+    from kinemesh.checks import out_dir
+
+    out_dir(args.out, args.force)
+    quiet_mujoco_log()
     from kinemesh.materials.physics import CASES, CaseConfig
 
     cases = list(CASES) if args.case == "all" else [args.case]
@@ -76,6 +85,16 @@ def run(args) -> int:
         target = out / cfg.case if len(configs) > 1 else out
         _run_case(obj, assignment, cfg, target, video=not args.no_video)
     return 0
+
+
+def quiet_mujoco_log() -> None:
+    """Send MuJoCo's warnings to the log instead of its default handler, which also appends them to
+    ``MUJOCO_LOG.TXT`` in the working folder."""
+    import logging
+
+    import mujoco
+
+    mujoco.set_mju_user_warning(lambda msg: logging.getLogger("mujoco").warning(msg.strip()))
 
 
 def _assignment(args, obj):

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+MAX_PIXEL_BYTES = 4 << 30
+"""Bound of the renderer's working memory per view: about 100 bytes per supersampled pixel (depth, face ids,
+barycentrics, colour buffers), so (width x supersample) x (height x supersample) x 100 B <= 4 GiB."""
+MAX_AXES = 64
+"""Joint arrows drawn at most (the first ones); a 5,000-link chain would otherwise draw 5,000 per frame."""
+
 
 def register(sub) -> None:
+    from kinemesh.checks import number
+
     p = sub.add_parser(
         "render",
         help="render a mesh, 4D sequence, URDF/PartNet object or articulation result to MP4/GIF/PNG",
@@ -21,7 +29,7 @@ def register(sub) -> None:
                         "rendered side by side (one tile each, own framing)")
     p.add_argument("--out", required=True, help="output file: .mp4, .gif or .png")
     p.add_argument("--views", type=int, default=1, help="camera views side by side (1-4 presets; default 1)")
-    p.add_argument("--fps", type=float, default=None,
+    p.add_argument("--fps", type=number(float, 0, 1000, lo_open=True), default=None,
                    help="frames per second (default: the input's own, else 30)")
     p.add_argument("--size", default="640x480",
                    help="size of each view, WIDTHxHEIGHT pixels (default 640x480)")
@@ -33,7 +41,7 @@ def register(sub) -> None:
     p.add_argument("--no-axes", action="store_true", help="do not draw joint axes")
     p.add_argument("--no-floor", action="store_true", help="no floor and shadow")
     p.add_argument("--no-captions", action="store_true", help="no per-frame captions")
-    p.add_argument("--supersample", type=int, default=2, help="anti-aliasing factor (1 = fastest; default 2)")
+    p.add_argument("--supersample", type=number(int, 1, 8), default=2, help="anti-aliasing factor (1 = fastest; default 2)")
     p.add_argument("--max-vertices", type=int, default=50000,
                    help="vertex budget of the loaders (0 = never decimate)")
     p.set_defaults(func=run)
@@ -57,27 +65,30 @@ def run(args) -> int:
 
     import numpy as np
 
+    from kinemesh.checks import out_file
     from kinemesh.errors import ConfigError
     from kinemesh.viz import render
     from kinemesh.viz.inputs import load_drawable, turntable
 
-    out = Path(args.out)
-    if out.suffix.lower() not in (".mp4", ".gif", ".png"):
-        raise ConfigError(f"--out {out}: unsupported extension {out.suffix!r} (use .mp4, .gif or .png)")
+    out = out_file(args.out, force=True, suffixes=(".mp4", ".gif", ".png"))
     if args.views < 1 or args.views > 12:
         raise ConfigError(f"--views must be within 1..12, got {args.views}")
-    if args.fps is not None and not args.fps > 0:
-        raise ConfigError(f"--fps must be positive, got {args.fps}")
     if args.max_frames < 1:
         raise ConfigError(f"--max-frames must be >= 1, got {args.max_frames}")
     size = parse_size(args.size)
+    need = size[0] * size[1] * args.supersample**2 * 100
+    if need > MAX_PIXEL_BYTES:
+        raise ConfigError(f"--size {args.size} with --supersample {args.supersample} needs about {need / 2**30:.0f} "
+                          f"GiB (bound {MAX_PIXEL_BYTES >> 30} GiB); lower --supersample or --size")
     style = render.RenderStyle(floor=not args.no_floor, shadow=not args.no_floor,
                                supersample=max(1, args.supersample))
     items = []
     for path in args.input:
         d = load_drawable(path, mesh=args.mesh, frames_per_joint=args.frames_per_joint, fps=args.fps,
-                          max_vertices=args.max_vertices or None)
-        frames, axes, captions = d.frames, d.axes, d.captions
+                          max_vertices=args.max_vertices or None, max_frames=args.max_frames)
+        frames, axes, captions = d.frames, d.axes[:MAX_AXES], d.captions
+        if len(d.axes) > MAX_AXES and not args.no_axes:
+            print(f"{d.title}: drawing the first {MAX_AXES} of {len(d.axes)} joint axes")
         if frames.shape[0] == 1 and out.suffix.lower() in (".mp4", ".gif"):
             frames, axes = turntable(frames[0], n_frames=72, axes=axes)
             captions = None

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 
 def register(sub):
+    from kinemesh.checks import number
+
     p = sub.add_parser("sample", help="write N plausible deformed states of a mesh (OBJ files + contact sheet)")
     p.add_argument("mesh", help="input mesh (OBJ, PLY, STL, GLB, OFF), metres, Z up")
     p.add_argument("--n", type=int, default=8, help="number of samples (default 8)")
-    p.add_argument("--out", required=True, help="output folder (replaced atomically)")
+    p.add_argument("--out", required=True, help="output folder (written atomically; an existing non-empty "
+                                                "folder needs --force)")
+    p.add_argument("--force", action="store_true", help="replace an existing non-empty --out folder")
     p.add_argument("--checkpoint", default=None, help="checkpoint folder (default: the shipped model)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed")
-    p.add_argument("--std", type=float, default=1.0, help="prior standard deviation scale (1 = the prior)")
+    p.add_argument("--std", type=number(float, 0, lo_open=True), default=1.0, help="prior standard deviation scale (1 = the prior)")
     p.add_argument("--n-points", type=int, default=2048, help="surface points carrying the deformation")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="device (default cpu)")
     p.add_argument("--max-vertices", type=int, default=50000, help="decimate larger meshes to this budget")
@@ -20,28 +24,29 @@ def register(sub):
 def run(args) -> int:
     import json
 
+    import numpy as np
     import torch
 
     from kinemesh.atomic import atomic_dir
+    from kinemesh.checks import out_dir
     from kinemesh.data.exporters import export_obj
-    from kinemesh.data.loaders import load_mesh
+    from kinemesh.data.loaders import load_working_mesh
     from kinemesh.errors import ConfigError
     from kinemesh.model import load_model
 
     if args.n < 1 or args.n > 1000:
         raise ConfigError(f"--n must be in 1..1000, got {args.n}")
-    if args.std <= 0:
-        raise ConfigError(f"--std must be > 0, got {args.std}")
-    mesh = load_mesh(args.mesh, max_vertices=args.max_vertices)
+    out_dir(args.out, args.force)
+    wm = load_working_mesh(args.mesh, max_vertices=args.max_vertices)
     model = load_model(args.checkpoint, device=args.device)
-    inst = model.instance(mesh.vertices, mesh.faces, n_points=args.n_points, seed=args.seed)
+    inst = model.instance(wm.mesh.vertices, wm.mesh.faces, n_points=args.n_points, seed=args.seed)
     z = inst.prior_sample(args.n, seed=args.seed, std=args.std)
     with torch.no_grad():
-        verts = inst.vertices(z).cpu().double().numpy()
-    faces = mesh.faces
+        verts = wm.to_file(inst.vertices(z).cpu().double().numpy())  # the file's vertices, count and order
+    faces, rest = wm.faces, wm.to_file(np.asarray(wm.mesh.vertices))
     with atomic_dir(args.out) as tmp:
-        export_obj(mesh.vertices, faces, tmp / "rest.obj")
-        tiles = [(mesh.vertices, faces, None, "rest")]
+        export_obj(rest, faces, tmp / "rest.obj")
+        tiles = [(rest, faces, None, "rest")]
         for i, v in enumerate(verts):
             export_obj(v, faces, tmp / f"sample_{i:02d}.obj")
             tiles.append((v, faces, None, f"sample {i}"))
@@ -50,7 +55,8 @@ def run(args) -> int:
             "mesh": str(args.mesh), "checkpoint": args.checkpoint or "default", "n": args.n, "seed": args.seed,
             "std": args.std, "latent_dim": inst.latent_dim, "trained": model.info.get("trained", True),
             "z": z.cpu().double().numpy().round(6).tolist()}, indent=1) + "\n")
-    print(f"wrote {args.n} samples to {args.out}")
+    print(f"wrote {args.n} samples to {args.out}" + (f" (of the mesh decimated to {len(rest)} vertices)"
+                                                     if wm.decimated else ""))
     return 0
 
 

@@ -16,11 +16,13 @@ log = logging.getLogger(__name__)
 def _triple(text: str) -> tuple[float, float, float]:
     import argparse
 
+    import math
+
     try:
         vals = tuple(float(x) for x in str(text).replace(" ", "").split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected X,Y,Z numbers, got {text!r}") from None
-    if len(vals) != 3:
+    if len(vals) != 3 or not all(map(math.isfinite, vals)):
         raise argparse.ArgumentTypeError(f"expected three comma-separated numbers X,Y,Z, got {text!r}")
     return vals
 
@@ -52,43 +54,48 @@ def _floor(text: str):
 
 def add_simulation_arguments(p) -> None:
     """Options shared by ``simulate`` (and reused by scripts): physics and integration."""
+    from kinemesh.checks import number
+
+    nonneg, positive = number(float, 0), number(float, 0, lo_open=True)
     g = p.add_argument_group("physics")
     g.add_argument("--kind", default="auto", choices=["auto", "articulated", "elastic", "cloth"],
                    help="object kind; sets stiffness/damping/density defaults (default: guessed from the mesh)")
     g.add_argument("--gravity", action="store_true", help="apply gravity (0, 0, -9.81) m/s^2 (Z up)")
-    g.add_argument("--stiffness", type=float, default=None, metavar="HZ",
+    g.add_argument("--stiffness", type=nonneg, default=None, metavar="HZ",
                    help="latent elastic stiffness as the natural frequency of small oscillations in Hz "
                         "(0 = no restoring force, e.g. a free hinge; default per kind: articulated 0, "
                         "elastic 2, cloth 1)")
-    g.add_argument("--damping", type=float, default=None, metavar="C",
+    g.add_argument("--damping", type=nonneg, default=None, metavar="C",
                    help="Rayleigh mass-proportional damping in 1/s (default per kind: 0.5 / 1.0 / 1.5)")
-    g.add_argument("--mass", type=float, default=None, help="total mass in kg (default: density x volume)")
-    g.add_argument("--density", type=float, default=None,
+    g.add_argument("--mass", type=positive, default=None, help="total mass in kg (default: density x volume)")
+    g.add_argument("--density", type=positive, default=None,
                    help="kg/m^3 (cloth kg/m^2); default per kind: 300 / 1000 / 0.3")
-    g.add_argument("--young", type=float, default=None, metavar="PA",
+    g.add_argument("--young", type=positive, default=None, metavar="PA",
                    help="Young's modulus of an elastic object; sets the default stiffness to sqrt(E/rho)/(2 L)")
     g.add_argument("--floor", type=_floor, default=None, metavar="Z|auto",
                    help="a floor at height Z m (auto: under the mesh's lowest point) with penalty contact "
                         "and friction")
-    g.add_argument("--friction", type=float, default=0.8, help="floor friction coefficient (default 0.8)")
+    g.add_argument("--friction", type=nonneg, default=0.8, help="floor friction coefficient (default 0.8)")
     g.add_argument("--no-rigid", action="store_true",
                    help="no rigid-body coordinates (by default elastic and cloth objects can also translate and "
                         "turn as a whole; articulated objects keep a fixed base)")
-    g.add_argument("--barrier-radius", type=float, default=None, metavar="STD",
+    g.add_argument("--barrier-radius", type=positive, default=None, metavar="STD",
                    help="soft barrier on each reduced coordinate beyond this many prior standard deviations "
                         "of the calibrated prior (default per kind: articulated 2, about the training joint limits; "
                         "elastic and cloth 3)")
     g.add_argument("--pin", type=_ids, default=(), metavar="IDS", help="vertex ids held in place, e.g. 0,5,9")
     t = p.add_argument_group("integration")
-    t.add_argument("--frames", type=int, default=120, help="output frames (default 120)")
-    t.add_argument("--fps", type=float, default=30.0, help="output frame rate (default 30)")
-    t.add_argument("--substeps", type=int, default=2, help="integrator steps per frame (default 2; more are "
+    t.add_argument("--frames", type=number(int, 1, 100000), default=120, help="output frames (default 120)")
+    t.add_argument("--fps", type=number(float, 0, 1000, lo_open=True), default=30.0, help="output frame rate (default 30)")
+    t.add_argument("--substeps", type=number(int, 1, 10000), default=2, help="integrator steps per frame (default 2; more are "
                    "taken automatically, with a warning, when a step is unstable)")
     t.add_argument("--integrator", default="midpoint", choices=["midpoint", "rk4"],
                    help="implicit midpoint (time-reversible, default) or classical RK4")
 
 
 def register(sub) -> None:
+    from kinemesh.checks import number
+
     p = sub.add_parser("simulate", help="generate a 4D animation of a mesh under an action, force or velocity",
                        description=__doc__.strip().splitlines()[0])
     p.add_argument("mesh", help="input mesh (OBJ, PLY, STL, GLB, OFF); metres, Z up")
@@ -101,11 +108,11 @@ def register(sub) -> None:
                    help="the dragged vertex (drag) or the vertices given --velocity (default all)")
     a.add_argument("--to", type=_triple, default=None, metavar="X,Y,Z", help="drag target position (m); write --to=-0.1,0,0.5 when X is negative")
     a.add_argument("--hold", action="store_true", help="drag: hold the vertex at the target with a spring")
-    a.add_argument("--lead-in", type=float, default=0.5, metavar="S",
+    a.add_argument("--lead-in", type=number(float, 0), default=0.5, metavar="S",
                    help="drag: seconds of frames showing the drag before the release (default 0.5)")
     a.add_argument("--poke", type=int, default=None, metavar="ID", help="vertex receiving an impulse at t = 0")
     a.add_argument("--impulse", type=_triple, default=None, metavar="X,Y,Z", help="poke impulse (N s)")
-    a.add_argument("--poke-speed", type=float, default=None, metavar="M/S",
+    a.add_argument("--poke-speed", type=number(float, 0, lo_open=True), default=None, metavar="M/S",
                    help="rescale the poke impulse so the poked vertex starts at this speed")
     a.add_argument("--velocity", type=_triple, default=None, metavar="VX,VY,VZ",
                    help="initial velocity (m/s) of --vertex (or of the whole object)")
@@ -122,6 +129,7 @@ def register(sub) -> None:
     o.add_argument("--video", default=None, help="also render an .mp4 / .gif")
     o.add_argument("--npz", default=None, help="also write the KinematicSequence .npz")
     o.add_argument("--plot-energy", default=None, metavar="PNG", help="kinetic/potential/total energy plot")
+    o.add_argument("--force", action="store_true", help="overwrite existing output files")
     p.set_defaults(func=run)
 
 
@@ -222,34 +230,47 @@ def run(args) -> int:
     import numpy as np
     import torch
 
-    from kinemesh.data.loaders import load_mesh
+    import dataclasses
+
+    from kinemesh.data.loaders import load_working_mesh
     from kinemesh.dynamics.scene import run as simulate_scene
+    from kinemesh.checks import out_file
     from kinemesh.errors import ConfigError
     from kinemesh.model import load_model
 
     spec = spec_from_args(args)
-    for path, exts in ((args.out, (".glb",)), (args.video, (".mp4", ".gif")), (args.npz, (".npz",)),
-                       (args.plot_energy, (".png",))):
-        if path is not None and not str(path).lower().endswith(exts):
-            raise ConfigError(f"{path}: expected a file ending in {' or '.join(exts)}")
-    mesh = load_mesh(args.mesh, process=False)
-    vertices, faces = np.asarray(mesh.vertices, dtype=np.float64), np.asarray(mesh.faces, dtype=np.int64)
-    n = len(vertices)
+    for option, path, exts in (("--out", args.out, (".glb",)), ("--video", args.video, (".mp4", ".gif")),
+                               ("--npz", args.npz, (".npz",)), ("--plot-energy", args.plot_energy, (".png",))):
+        if path is not None:
+            out_file(path, args.force, option, exts)
+    wm = load_working_mesh(args.mesh)
+    vertices, faces = np.asarray(wm.mesh.vertices, dtype=np.float64), np.asarray(wm.mesh.faces, dtype=np.int64)
+    n = len(wm.file_vertices)
     for vid in [spec.drag_vertex, spec.poke_vertex, *spec.velocity_vertices, *spec.pins]:
         if vid is not None and not 0 <= int(vid) < n:
             raise ConfigError(f"vertex id {vid} is out of range: {args.mesh} has {n} vertices (ids 0..{n - 1})")
+    # --vertex, --poke and --pin index the file's vertices: map them to the merged / decimated working mesh
+    work = lambda i: None if i is None else int(wm.to_work[int(i)])  # noqa: E731
+    spec.drag_vertex, spec.poke_vertex = work(spec.drag_vertex), work(spec.poke_vertex)
+    spec.velocity_vertices = tuple(work(i) for i in spec.velocity_vertices)
+    spec.pins = tuple(dict.fromkeys(work(i) for i in spec.pins))
     ckpt = resolve_checkpoint(args.checkpoint)
     model = load_model(ckpt, device=args.device).to(dtype=torch.float64)
     dec = reduced_decoder(model, vertices, faces, k_q=args.k_q, n_points=args.points, seed=args.seed,
                           kind=spec.kind)
     result = simulate_scene(dec, vertices, faces, spec, progress=True,
                             category=str(getattr(args, "category", "unknown")))
+    seq = result.sequence  # back to the file's vertices (count and order) unless the mesh was decimated
+    result.sequence = dataclasses.replace(
+        seq, rest_vertices=wm.to_file(seq.rest_vertices), frames=wm.to_file(seq.frames), faces=wm.faces,
+        part_ids=None if seq.part_ids is None else wm.to_file(seq.part_ids[:, None])[:, 0])
     paths = write_outputs(result, args.out, args.video, args.npz, args.plot_energy, fps=spec.fps)
     info = result.info
     article = "an" if info["kind"][0] in "aeiou" else "a"
     print(f"simulated {spec.frames} frames of {article} {info['kind']} object ({n} vertices, k_q={info['k_q']}, "
           f"mass {info['mass_kg']:.3g} kg) in {info['simulate_s'] + info['decode_s']:.1f} s"
-          + (f"; {len(info['step_warnings'])} step reductions" if info["step_warnings"] else ""))
+          + (f"; {len(info['step_warnings'])} step reductions" if info["step_warnings"] else "")
+          + (f"; outputs are the mesh decimated to {len(vertices)} vertices" if wm.decimated else ""))
     for p in paths:
         print(f"wrote {p}")
     return 0

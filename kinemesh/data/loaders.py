@@ -15,7 +15,10 @@ import logging
 import os
 import re
 import struct
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
 import numpy as np
 
 from kinemesh.data.sequence import KinematicSequence
@@ -186,6 +189,48 @@ def decimate(mesh, max_vertices: int, name: str = "mesh"):
         len(out.faces),
     )
     return out
+
+
+@dataclass
+class WorkingMesh:
+    """A mesh file prepared for the kinematic model, with the way back to the file's own vertices.
+
+    ``mesh``: the working trimesh (duplicate vertices merged, decimated above the vertex budget);
+    ``file_vertices`` (n, 3) / ``file_faces`` (m, 3): the file as written, vertex order kept;
+    ``to_work`` (n,) int: the working vertex of each file vertex (the same point unless ``decimated``).
+    Outputs go through :meth:`to_file` so they keep the file's vertex count and order; a decimated mesh
+    cannot, and its outputs are the decimated mesh (the loader has logged a warning).
+    """
+
+    mesh: Any
+    file_vertices: np.ndarray
+    file_faces: np.ndarray
+    to_work: np.ndarray
+    decimated: bool
+
+    @property
+    def faces(self) -> np.ndarray:
+        """The faces of what :meth:`to_file` returns: the file's, or the decimated mesh's."""
+        return np.asarray(self.mesh.faces) if self.decimated else self.file_faces
+
+    def to_file(self, values: np.ndarray) -> np.ndarray:
+        """Per-working-vertex ``values`` (..., n_work, d) -> per file vertex (..., n, d) (unchanged if decimated)."""
+        return values if self.decimated else np.asarray(values)[..., self.to_work, :]
+
+
+def load_working_mesh(path: str | os.PathLike, max_vertices: int | None = DEFAULT_MAX_VERTICES) -> WorkingMesh:
+    """Load a mesh file as a :class:`WorkingMesh`: merged (and decimated above ``max_vertices``) for the
+    model, with the map back to the file's vertices. Raises InputFileError (see :func:`load_mesh`)."""
+    import trimesh
+    from scipy.spatial import cKDTree
+
+    raw = load_mesh(path, max_vertices=None, process=False)
+    work = trimesh.Trimesh(raw.vertices, raw.faces, process=True)
+    decimated = bool(max_vertices) and len(work.vertices) > max_vertices
+    if decimated:
+        work = decimate(work, max_vertices, name=str(path))
+    to_work = cKDTree(work.vertices).query(raw.vertices)[1].astype(np.int64)
+    return WorkingMesh(work, np.asarray(raw.vertices), np.asarray(raw.faces), to_work, decimated)
 
 
 def mesh_to_sequence(mesh, source: str = "mesh", category: str = "unknown") -> KinematicSequence:
@@ -436,7 +481,8 @@ def load_sequence(
         return load_mesh_folder(p, fps=fps, kind=kind, category=category)
     if what == "mesh":
         return mesh_to_sequence(
-            load_mesh(p, max_vertices=max_vertices), source=f"mesh:{p.name}", category=category or p.stem
+            load_mesh(p, max_vertices=max_vertices, process=False), source=f"mesh:{p.name}",
+            category=category or p.stem
         )
     raise InputFileError(
         p,

@@ -78,7 +78,7 @@ class CaseConfig:
         for name in ("duration", "fps", "timestep", "air_density"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"case option '{name}' must be > 0, got {getattr(self, name)}")
-        if self.height < 0:
+        if not self.height >= 0:
             raise ConfigError(f"drop height must be >= 0 m, got {self.height}")
         if not 0 <= self.tilt_deg < 80:
             raise ConfigError(f"tilt angle must lie in [0, 80) degrees, got {self.tilt_deg}")

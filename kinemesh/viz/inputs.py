@@ -61,6 +61,64 @@ def _joint_axes_at(obj, values: dict[str, float]) -> list[tuple[np.ndarray, np.n
     return out
 
 
+def _subtree_ranges(obj) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
+    """Depth-first entry/exit numbers of the parts: the parts below part ``i`` (itself included) are those
+    with ``tin[i] <= tin[k] < tout[i]``. Returns (part index by name, tin (P,), tout (P,))."""
+    index = {p.name: i for i, p in enumerate(obj.parts)}
+    children: dict[str, list[str]] = {}
+    for j in obj.joints:
+        children.setdefault(j.parent, []).append(j.child)
+    tin, tout = np.zeros(len(index), np.int64), np.zeros(len(index), np.int64)
+    clock, stack = 0, [(obj.root, False)]
+    while stack:  # iterative: a 5,000-link chain is deeper than Python's recursion limit
+        name, done = stack.pop()
+        if done:
+            tout[index[name]] = clock
+            continue
+        tin[index[name]] = clock
+        clock += 1
+        stack.append((name, True))
+        stack.extend((c, False) for c in children.get(name, []))
+    return index, tin, tout
+
+
+def posed_frames(obj, configs: list[dict[str, float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
+    """Vertices and joint arrows of ``obj`` at each joint configuration.
+
+    Joint origins and axes live in the rest frame, so a configuration moving a single joint j (every frame
+    of :func:`articulated_sweep`) moves all parts below j by the one motion M_j(q) and leaves the rest at
+    rest: a frame costs one masked transform of the vertices instead of a forward-kinematics pass over
+    every joint (quadratic in the joint count for a sweep of a long chain). Configurations moving several
+    joints take the full pass. Returns (frames (T, N, 3) float32, faces (M, 3), part_ids (N,),
+    axes: list of (origins (T, 3), directions (T, 3)) per movable joint)."""
+    v0, faces, part_ids = obj.merged({})
+    index, tin, tout = _subtree_ranges(obj)
+    movable = obj.movable_joints
+    by_name = {j.name: j for j in movable}
+    vertex_tin = tin[part_ids]
+    parent_tin = tin[[index[j.parent] for j in movable]]
+    frames = np.empty((len(configs), *v0.shape), np.float32)
+    origins = np.tile(np.array([j.origin for j in movable]).reshape(-1, 3), (len(configs), 1, 1))
+    dirs = np.tile(np.array([j.axis for j in movable]).reshape(-1, 3), (len(configs), 1, 1))
+    for f, c in enumerate(configs):
+        moving = [(n, q) for n, q in c.items() if q != 0.0]
+        frames[f] = v0
+        if len(moving) > 1 or (moving and moving[0][0] not in by_name):
+            frames[f] = obj.merged(c)[0]
+            for k, (o, d) in enumerate(_joint_axes_at(obj, c)):
+                origins[f, k], dirs[f, k] = o, d
+        elif moving:
+            j, q = by_name[moving[0][0]], moving[0][1]
+            M = j.motion(q)
+            lo, hi = tin[index[j.child]], tout[index[j.child]]
+            sel = (vertex_tin >= lo) & (vertex_tin < hi)
+            frames[f, sel] = v0[sel] @ M[:3, :3].T + M[:3, 3]
+            ax = (parent_tin >= lo) & (parent_tin < hi)
+            origins[f, ax] = origins[f, ax] @ M[:3, :3].T + M[:3, 3]
+            dirs[f, ax] = dirs[f, ax] @ M[:3, :3].T
+    return frames, faces, part_ids, [(origins[:, k], dirs[:, k]) for k in range(len(movable))]
+
+
 def articulated_sweep(obj, frames_per_joint: int = 45) -> tuple[list[dict[str, float]], list[str]]:
     """Joint configurations moving each movable joint through its range in turn (rest -> hi -> lo -> rest
     for limits around 0, else lo -> hi -> lo), other joints at rest. Returns (configs, caption per frame).
@@ -218,6 +276,7 @@ def load_drawable(
     frames_per_joint: int = 45,
     fps: float | None = None,
     max_vertices: int | None = 50000,
+    max_frames: int | None = None,
 ) -> Drawable:
     """Load any supported input as a :class:`Drawable`.
 
@@ -229,6 +288,7 @@ def load_drawable(
     frames_per_joint : frames per joint sweep for articulated inputs.
     fps : frame rate override (sequences default to their own timing, else 30).
     max_vertices : vertex budget passed to the loaders (decimated with a warning above it).
+    max_frames : URDF/PartNet sweeps longer than this are subsampled evenly before posing (None: all).
 
     Raises
     ------
@@ -247,18 +307,12 @@ def load_drawable(
 
         obj = partnet.load_articulated(p, max_vertices=max_vertices)
         configs, captions = articulated_sweep(obj, frames_per_joint)
-        frames, faces, part_ids = [], None, None
-        per_frame_axes = []
-        for c in configs:
-            v, faces, part_ids = obj.merged(c)
-            frames.append(v)
-            per_frame_axes.append(_joint_axes_at(obj, c))
-        axes = []
-        for k in range(len(obj.movable_joints)):
-            origins = np.stack([a[k][0] for a in per_frame_axes])
-            axes.append((origins, np.stack([a[k][1] for a in per_frame_axes])))
+        if max_frames and len(configs) > max_frames:
+            pick = np.linspace(0, len(configs) - 1, max_frames).round().astype(int)
+            configs, captions = [configs[i] for i in pick], [captions[i] for i in pick]
+        frames, faces, part_ids, axes = posed_frames(obj, configs)
         d = Drawable(
-            frames=np.stack(frames).astype(np.float32),
+            frames=frames,
             faces=np.asarray(faces, np.int64),
             part_ids=part_ids,
             axes=axes,
