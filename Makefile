@@ -8,10 +8,10 @@ OUT ?= out/demo
 
 .PHONY: demo test test-slow install browser checkpoint bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[all]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[all]"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -31,7 +31,6 @@ class SimulationDivergedError(KinemeshError):
 class MissingDependencyError(KinemeshError):
     """An optional dependency is not installed."""
 
-    def __init__(self, package: str, feature: str):
-        super().__init__(
-            f"{feature} needs the optional package '{package}': pip install {package}"
-        )
+    def __init__(self, package: str, feature: str, extra: str | None = None):
+        how = f"pip install 'kinemesh[{extra}]'" if extra else f"pip install {package}"
+        super().__init__(f"{feature} needs the optional package '{package}': {how}")

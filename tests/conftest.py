@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 os.environ.setdefault("MPLBACKEND", "Agg")
-os.environ.setdefault("PYVISTA_OFF_SCREEN", "true")
 
 REAL_OBJECTS = Path(__file__).resolve().parents[1].parent / "shared" / "real_objects"
 

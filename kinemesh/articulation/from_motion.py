@@ -316,16 +316,16 @@ def load_clouds(folder) -> list[np.ndarray]:
 
     import trimesh
 
-    from kinemesh.data.loaders import natural_key
+    from kinemesh.data.arrays import load_npy
+    from kinemesh.data.loaders import folder_files
     from kinemesh.errors import InputFileError
 
-    files = sorted([f for f in Path(folder).iterdir() if f.is_file() and not f.name.startswith(".")],
-                   key=lambda f: natural_key(f.name))
+    files = folder_files(folder)
     clouds = []
     for f in files:
         try:
             if f.suffix == ".npy":
-                c = np.load(f, allow_pickle=False)
+                c = load_npy(f)
             elif f.suffix in (".xyz", ".txt"):
                 c = np.loadtxt(f)[:, :3]
             else:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kinemesh.data.arrays import load_npy
 from kinemesh.data.articulated import ArticulatedObject, Joint, Part
 from kinemesh.errors import InputFileError
 
@@ -167,7 +168,7 @@ def _split(v, f, path, labels, min_fraction) -> ArticulatedObject:
     if labels is not None:
         lp = Path(labels)
         try:
-            lab = np.load(lp, allow_pickle=False) if lp.suffix == ".npy" else \
+            lab = load_npy(lp) if lp.suffix == ".npy" else \
                 np.array([s.strip() for s in lp.read_text().splitlines() if s.strip()])
         except (OSError, ValueError) as exc:
             raise InputFileError(lp, f"cannot read per-face labels: {exc}") from None

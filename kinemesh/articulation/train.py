@@ -52,7 +52,7 @@ class TrainConfig:
 
 
 def _gen(jobs, rng, cfg, with_validity, desc, n_augment: int = 0, realism=None, p_mirror: float = 0.0):
-    from tqdm import tqdm
+    from kinemesh.progress import tqdm
 
     from kinemesh.articulation.realism import augment, mirror
 
@@ -86,7 +86,7 @@ FT_KEYS = ("points", "box", "type", "axis_cls", "sign", "axis_res", "origin_cls"
 
 
 def _fit(net, data, epochs, batch, lr, loss_fn, rng, desc):
-    from tqdm import tqdm
+    from kinemesh.progress import tqdm
 
     opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=1e-4)
     n = len(data["points"])

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 FORMATS = ("auto", "npz", "glb", "obj", "obj-seq", "anime", "partnet")
+MAX_FRAMES = 10000
+"""Bound of --frames (joint configurations sampled from an articulated input)."""
 
 
 def register(sub) -> None:
+    from kinemesh.checks import number
+
     p = sub.add_parser(
         "convert",
         help="convert any loadable input to .npz, animated .glb, OBJ frames, a rest .obj, .anime or a "
@@ -25,7 +29,8 @@ def register(sub) -> None:
         "folder from an articulated input)",
     )
     p.add_argument(
-        "--frames", type=int, default=16, help="joint configurations sampled for articulated inputs"
+        "--frames", type=number(int, 1, MAX_FRAMES), default=16,
+        help=f"joint configurations sampled for articulated inputs (1..{MAX_FRAMES})"
     )
     p.add_argument("--seed", type=int, default=0, help="random seed of the joint-configuration sampling")
     p.add_argument(
@@ -34,10 +39,10 @@ def register(sub) -> None:
         default="random",
         help="random configurations within limits, or all joints swept from lower to upper limit",
     )
-    p.add_argument("--fps", type=float, default=30.0, help="frame rate for inputs without timing (frames/s)")
+    p.add_argument("--fps", type=number(float, 0, 1000, lo_open=True), default=30.0, help="frame rate for inputs without timing (frames/s)")
     p.add_argument(
         "--max-vertices",
-        type=int,
+        type=number(int, 0),
         default=50000,
         help="vertex budget; larger meshes are decimated with a warning (0 = never)",
     )
@@ -73,15 +78,18 @@ def output_format(path, fmt: str = "auto") -> str:
 def run(args) -> int:
     from pathlib import Path
 
+    from kinemesh.checks import out_dir, out_file
     from kinemesh.data import exporters, loaders
     from kinemesh.errors import ConfigError, InputFileError
 
     src, dst = Path(args.input), Path(args.output)
     fmt = output_format(dst, args.format)
-    if dst.exists() and not args.force:
-        raise ConfigError(f"{dst} exists; pass --force to overwrite")
     if src.resolve() == dst.resolve():
         raise ConfigError("input and output are the same path")
+    if fmt in ("obj-seq", "partnet"):
+        out_dir(dst, args.force, option="OUT")
+    else:
+        out_file(dst, args.force, option="OUT")
     budget = args.max_vertices or None
     if fmt == "partnet":
         if loaders.sequence_kind(src) not in ("urdf", "partnet"):

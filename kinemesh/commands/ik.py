@@ -4,6 +4,8 @@ from __future__ import annotations
 
 
 def register(sub) -> None:
+    from kinemesh.checks import number
+
     p = sub.add_parser(
         "ik",
         help="inverse kinematics: fit a rest mesh's kinematic state to a target mesh or point cloud",
@@ -27,7 +29,7 @@ def register(sub) -> None:
                    help="reduce in the calibrated prior (kinemesh calibrate) instead of N(mu_cond, I)")
     p.add_argument("--subspace-method", choices=("jacobian", "gradient"), default="jacobian",
                    help="active-subspace matrix: E[J^T J] (default) or the paper's E[grad G grad G^T]")
-    p.add_argument("--rigidity", type=float, default=0.0, help="weight of the within-part rigidity term")
+    p.add_argument("--rigidity", type=number(float, 0), default=0.0, help="weight of the within-part rigidity term")
     p.add_argument("--starts", type=int, default=4, help="multi-start count (best prior samples)")
     p.add_argument("--steps", type=int, default=80, help="Adam steps before L-BFGS")
     p.add_argument("--polish-steps", type=int, default=40,
@@ -41,6 +43,17 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+MIN_MOTION = 1e-3
+"""Target motion (mean vertex distance to the rest pose, normalized units) below which "motion explained"
+is not defined: 1 - error / motion divides by noise (it printed -111705217.1 % for target = rest)."""
+
+
+def motion_explained(vertex_error: float, rest_error: float) -> float | None:
+    """The fraction of the target's motion the fit explains, 1 - vertex_error / rest_error, or None when the
+    target barely moves from the rest pose (rest_error < MIN_MOTION, normalized units)."""
+    return None if not rest_error >= MIN_MOTION else 1.0 - vertex_error / rest_error
+
+
 def run(args) -> int:
     import json
 
@@ -48,6 +61,7 @@ def run(args) -> int:
     import torch
 
     from kinemesh.atomic import write_text
+    from kinemesh.checks import out_file
     from kinemesh.data.exporters import export_obj
     from kinemesh.errors import ConfigError, InputFileError, KinemeshError
     from kinemesh.ik import IKConfig, make_target, solve
@@ -58,6 +72,9 @@ def run(args) -> int:
         raise ConfigError("--steps and --polish-steps must be >= 0 and --starts >= 1")
     if args.device != "cpu":
         raise ConfigError("kinemesh ik runs on cpu (the k-d tree Chamfer is CPU code)")
+    out_file(args.out, force=True)
+    if args.json:
+        out_file(args.json, force=True, option="--json")
     rest_v, rest_f = load_rest(args.rest)
     tv, tf = load_target(args.target)
     try:
@@ -88,8 +105,9 @@ def run(args) -> int:
         from kinemesh.ik.target import bbox_normalization
 
         rest_err *= bbox_normalization(rest_v)[1]
-        expl = 1 - ve / rest_err if rest_err > 0 else float("nan")
-        msg += f", vertex error {ve:.5f} (rest pose {rest_err:.5f}, motion explained {expl:.1%})"
+        expl = motion_explained(ve, rest_err)
+        msg += (f", vertex error {ve:.5f} (rest pose {rest_err:.5f}, motion explained "
+                + ("n/a: the target is the rest pose)" if expl is None else f"{expl:.1%})"))
     msg += " [normalized units: rest bbox longest side = 1]"
     dims = f"q ({sub.k} of {sub.latent_dim} latent dims)" if sub is not None else f"z ({decoder.latent_dim} dims)"
     if res.polished:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 
 def register(sub):
+    from kinemesh.checks import number
+
     p = sub.add_parser(
         "train", help="train the kinematic model on a dataset folder (resumable; torchrun for many devices)",
         description="Train the NeuROK-style conditional VAE. Multi-process: "
@@ -11,18 +13,18 @@ def register(sub):
     p.add_argument("--data", required=True, help="dataset folder with manifest.jsonl (from `kinemesh synth`)")
     p.add_argument("--out", required=True, help="run folder (checkpoints, log.csv, training_curves.png, tb/)")
     p.add_argument("--preset", default="cpu-small", help="tiny | cpu-small (default) | paper")
-    p.add_argument("--steps", type=int, default=None, help="stop at this total step count")
-    p.add_argument("--minutes", type=float, default=None, help="stop after this many minutes of wall clock")
+    p.add_argument("--steps", type=number(int, 1), default=None, help="stop at this total step count")
+    p.add_argument("--minutes", type=number(float, 0, lo_open=True), default=None, help="stop after this many minutes of wall clock")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="device (default cpu)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
     p.add_argument("--seed", type=int, default=0, help="seed of initialisation and data sampling")
     p.add_argument("--bf16", action="store_true", help="bfloat16 autocast (faster on recent CPUs and GPUs)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads per process")
+    p.add_argument("--threads", type=number(int, 1), default=None, help="torch CPU threads per process")
     p.add_argument("--head", default=None, choices=["dq_skinning", "per_point_dq", "displacement"],
                    help="decoder head (default: the preset's, dq_skinning)")
-    p.add_argument("--batch-size", type=int, default=None, help="pairs per step per process")
-    p.add_argument("--n-points", type=int, default=None, help="surface points per pair")
-    p.add_argument("--lr", type=float, default=None, help="peak learning rate")
+    p.add_argument("--batch-size", type=number(int, 1), default=None, help="pairs per step per process")
+    p.add_argument("--n-points", type=number(int, 8), default=None, help="surface points per pair")
+    p.add_argument("--lr", type=number(float, 0, lo_open=True), default=None, help="peak learning rate")
     p.add_argument("--no-rotate", action="store_true", help="ablation: no random rotation about Z")
     p.add_argument("--no-scale", action="store_true", help="ablation: no random scale")
     p.add_argument("--no-resample", action="store_true", help="ablation: fixed point samples per instance")
@@ -40,6 +42,8 @@ def run(args) -> int:
     import os
     from pathlib import Path
 
+    from kinemesh.atomic import remove_stale
+    from kinemesh.checks import out_dir
     from kinemesh.model.config import preset
     from kinemesh.model.train import RunOptions, train
 
@@ -63,6 +67,10 @@ def run(args) -> int:
         _override(config, item)
     config.model.__post_init__()
     config.train.__post_init__()
+    out_dir(args.out, force=True)  # a run folder is refused by train() unless --resume; check the place only
+    if args.resume and int(os.environ.get("RANK", "0")) == 0 and Path(args.out).is_dir():
+        for p in remove_stale(args.out):  # left by a run killed mid-write
+            print(f"removed stale temporary {p}")
     opts = RunOptions(data=Path(args.data), out=Path(args.out), steps=args.steps, minutes=args.minutes,
                       device=args.device, resume=args.resume, seed=args.seed, threads=args.threads,
                       progress=not args.no_progress)

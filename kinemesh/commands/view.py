@@ -33,6 +33,26 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def check_host(host: str, port: int) -> None:
+    """Refuse an empty --host (servers read it as every interface); warn on stderr when the address is not
+    loopback. Raises ConfigError."""
+    import ipaddress
+    import sys
+
+    from kinemesh.errors import ConfigError
+
+    if not host.strip():
+        raise ConfigError("--host is empty, which would serve on every network interface; give an address "
+                          "(127.0.0.1: this machine only, 0.0.0.0: every interface)")
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name other than localhost
+        loopback = False
+    if not loopback:
+        print(f"warning: kinemesh view binds {host}:{port}, beyond this machine: anyone who can reach it can view "
+              f"and drive the viewer", file=sys.stderr)
+
+
 def run(args) -> int:
     import time
 
@@ -42,6 +62,7 @@ def run(args) -> int:
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be within 0..65535, got {args.port}")
+    check_host(args.host, args.port)
     if args.checkpoint is not None:
         from pathlib import Path
 

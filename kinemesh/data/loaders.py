@@ -255,10 +255,7 @@ def load_mesh_folder(
     keep a shared topology). Raises InputFileError naming the first frame whose topology differs.
     """
     folder = Path(folder)
-    files = sorted(
-        (p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in FRAME_SUFFIXES),
-        key=lambda p: natural_key(p.name),
-    )
+    files = folder_files(folder, FRAME_SUFFIXES)
     if not files:
         raise InputFileError(folder, f"folder holds no mesh frames ({', '.join(FRAME_SUFFIXES)})")
     first = load_mesh(files[0], max_vertices=None, process=False)
@@ -302,6 +299,23 @@ def load_mesh_folder(
     meta["frame_files"] = [f.name for f in files]
     seq = KinematicSequence(rest_vertices=fr[0], faces=faces, frames=fr, times=times, meta=meta)
     return seq.validate(folder)
+
+
+def folder_files(folder: str | os.PathLike, suffixes: tuple[str, ...] | None = None) -> list[Path]:
+    """The files of ``folder`` (natural sort order, hidden files skipped), with a suffix among ``suffixes``
+    when given. Raises UnsafePathError for a symlink leading out of the folder (as the URDF loader does)."""
+    from kinemesh.data.urdf import escapes
+    from kinemesh.errors import UnsafePathError
+
+    files = []
+    for p in sorted(Path(folder).iterdir(), key=lambda p: natural_key(p.name)):
+        if p.name.startswith(".") or (suffixes and p.suffix.lower() not in suffixes):
+            continue
+        if escapes(folder, p):
+            raise UnsafePathError(p, f"is a link leading out of {folder}")
+        if p.is_file():
+            files.append(p)
+    return files
 
 
 # ---------------------------------------------------------------------------------------------- .anime
@@ -496,6 +510,6 @@ def _progress(items, desc: str):
     items = list(items)
     if len(items) < 50:
         return items
-    from tqdm import tqdm
+    from kinemesh.progress import tqdm
 
     return tqdm(items, desc=desc, leave=False)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from kinemesh.atomic import atomic_path
+from kinemesh.data.arrays import check_npz
 from kinemesh.errors import InputFileError
 
 KINDS = ("articulated", "elastic", "cloth", "mixed")
@@ -159,6 +160,7 @@ class KinematicSequence:
             raise InputFileError(path, "file not found")
         if path.stat().st_size == 0:
             raise InputFileError(path, "file is empty")
+        check_npz(path)  # declared sizes first: a small file may decompress to gigabytes
         try:
             with np.load(path, allow_pickle=False) as data:
                 keys = set(data.files)

@@ -150,6 +150,11 @@ class _Reader:
         return T
 
 
+def escapes(folder: str | os.PathLike, path: str | os.PathLike) -> bool:
+    """Whether ``path`` (symlinks and ``..`` resolved) lies outside ``folder``."""
+    return not Path(path).resolve().is_relative_to(Path(folder).resolve())
+
+
 def resolve_asset(folder: Path, filename: str, urdf_path: Path) -> Path:
     """Resolve a mesh filename of ``urdf_path`` inside ``folder``; refuse paths that leave it.
 
@@ -181,14 +186,9 @@ def resolve_asset(folder: Path, filename: str, urdf_path: Path) -> Path:
         raise UnsafePathError(
             urdf_path, f"mesh path '{filename}' is absolute; only paths inside {folder} are allowed"
         )
-    root = folder.resolve()
-    target = (root / name).resolve()
-    try:
-        target.relative_to(root)
-    except ValueError:
-        raise UnsafePathError(
-            urdf_path, f"mesh path '{filename}' escapes the asset folder {folder}"
-        ) from None
+    target = (folder.resolve() / name).resolve()
+    if escapes(folder, target):
+        raise UnsafePathError(urdf_path, f"mesh path '{filename}' escapes the asset folder {folder}")
     if not target.is_file():
         raise InputFileError(urdf_path, f"mesh file '{filename}' not found (looked for {target})")
     return target

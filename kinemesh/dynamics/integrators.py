@@ -244,7 +244,7 @@ def simulate(system: System, state0: State, n_frames: int, fps: float = 30.0, su
     n_guard, halvings = int(substeps), 0  # substeps set by the stability guard (only grows)
     bar = None
     if progress:
-        from tqdm import tqdm
+        from kinemesh.progress import tqdm
 
         bar = tqdm(total=n_frames - 1, desc="simulate", unit="frame")
     e_prev = e0

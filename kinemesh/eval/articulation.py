@@ -141,7 +141,7 @@ def _reroot_gt(obj) -> dict:
 def evaluate_objects(objects, methods: dict, seed: int, motion: bool = True, desc: str = "",
                      clouds: bool = False) -> dict:
     """Records per method (+ "from motion") over ``objects`` [(name, ArticulatedObject with GT joints)]."""
-    from tqdm import tqdm
+    from kinemesh.progress import tqdm
 
     from kinemesh.articulation.dataset import strip_joints
 

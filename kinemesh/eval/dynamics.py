@@ -214,7 +214,7 @@ def run(args) -> int:
     rows = []
     curves = {}
     t_all = time.perf_counter()
-    from tqdm import tqdm
+    from kinemesh.progress import tqdm
 
     jobs = [(s, i) for s in scenarios for i in range(args.per_scenario)]
     for scenario, i in tqdm(jobs, desc="eval dynamics", unit="object"):

@@ -526,7 +526,7 @@ PROTOCOL = [
 
 # ------------------------------------------------------------------------------------------------ run
 def run(args) -> int:
-    from tqdm import tqdm
+    from kinemesh.progress import tqdm
 
     from kinemesh.atomic import write_text
 

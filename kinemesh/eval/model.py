@@ -89,7 +89,7 @@ def evaluate(model, entries: list[dict], frames: int = 4, samples: int = 8, n_po
              seed: int = 0) -> tuple[list[dict], dict]:
     """Per-instance rows and a per-kind summary (see module docstring)."""
     import torch
-    from tqdm import tqdm
+    from kinemesh.progress import tqdm
 
     from kinemesh.data.sequence import KinematicSequence
     from kinemesh.geometry import metrics

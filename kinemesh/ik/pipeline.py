@@ -72,7 +72,9 @@ def load_target(path: str | os.PathLike):
     faces = None
     try:
         if ext == ".npy":
-            v = np.load(p, allow_pickle=False)
+            from kinemesh.data.arrays import load_npy
+
+            v = load_npy(p)
         elif ext in (".xyz", ".txt", ".csv"):
             if p.stat().st_size == 0:
                 raise InputFileError(p, "empty target (no points)")

@@ -36,7 +36,7 @@ def _import_newton():
         import warp as wp
         from newton.solvers import SolverImplicitMPM
     except ImportError:
-        raise MissingDependencyError("newton", "granular materials (material point method)") from None
+        raise MissingDependencyError("newton", "granular materials (material point method)", extra="mpm") from None
     return wp, newton, SolverImplicitMPM
 
 
@@ -78,7 +78,7 @@ def simulate_granular(
     material = assignment[part.name].material
     wp, newton, SolverImplicitMPM = _import_newton()
     from scipy.spatial import cKDTree
-    from tqdm import tqdm
+    from kinemesh.progress import tqdm
 
     R, t = _placement(part.vertices, cfg)
     verts = part.vertices @ R.T + t

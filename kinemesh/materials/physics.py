@@ -470,7 +470,7 @@ def simulate(
 
 def _simulate_once(obj, assignment, cfg: CaseConfig, progress: bool) -> PhysicsResult:
     import mujoco
-    from tqdm import tqdm
+    from kinemesh.progress import tqdm
 
     xml, files, layout = build_scene(obj, assignment, cfg)
     with tempfile.TemporaryDirectory() as tmp:

@@ -91,7 +91,7 @@ def aggregate_posterior(model, entries: list[dict], per_kind: int = 200, frames_
     covs : dict kind -> (D, D) float64.
     counts : dict kind -> number of encoded poses.
     """
-    from tqdm import tqdm
+    from kinemesh.progress import tqdm
 
     from kinemesh.data.sequence import KinematicSequence
     from kinemesh.model.data import FREE_BODY_KINDS, remove_rigid_motion

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from kinemesh.atomic import atomic_path, write_text
-from kinemesh.errors import InputFileError
+from kinemesh.errors import ConfigError, InputFileError
 from kinemesh.model.config import Config
 
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[1] / "assets" / "checkpoints" / "default"
@@ -44,7 +44,14 @@ def read_config(folder: str | os.PathLike) -> tuple[Config, dict]:
         d = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise InputFileError(path, f"not valid JSON ({exc})") from exc
-    return Config.from_dict(d, where=str(path)), d.get("info", {})
+    if not isinstance(d, dict):
+        raise InputFileError(path, "must hold a JSON object")
+    try:
+        return Config.from_dict(d, where=str(path)), d.get("info", {})
+    except ConfigError as exc:  # a bad field of the file, not of the command line
+        raise InputFileError(path, str(exc).removeprefix(f"{path}: ")) from None
+    except TypeError as exc:  # e.g. "model": 3
+        raise InputFileError(path, f"malformed config ({exc})") from None
 
 
 def load_weights(net: torch.nn.Module, folder: str | os.PathLike) -> None:
@@ -58,6 +65,14 @@ def load_weights(net: torch.nn.Module, folder: str | os.PathLike) -> None:
         state = load_file(str(path))
     except Exception as exc:  # safetensors raises its own error types
         raise InputFileError(path, f"cannot read safetensors ({exc})") from exc
+    bad = next((k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all()), None)
+    if bad is not None:
+        raise InputFileError(path, f"weight '{bad}' contains NaN or inf (a diverged training run?)")
+    ours = net.state_dict()
+    wrong = next((k for k, v in state.items() if k in ours and tuple(v.shape) != tuple(ours[k].shape)), None)
+    if wrong is not None:
+        raise InputFileError(path, f"does not match config.json: weight '{wrong}' has shape "
+                                   f"{tuple(state[wrong].shape)}, the config gives {tuple(ours[wrong].shape)}")
     missing, unexpected = net.load_state_dict(state, strict=False)
     if missing or unexpected:
         raise InputFileError(path, f"does not match config.json (missing {sorted(missing)[:3]}, "

@@ -13,6 +13,28 @@ from typing import Any
 from kinemesh.errors import ConfigError
 
 HEADS = ("dq_skinning", "displacement", "per_point_dq")
+MAX_PARAMETERS = 10**9
+"""Bound of a model's estimated parameter count (4 GB of float32 weights): a config.json or --set asking for
+more is refused before anything is allocated."""
+
+
+def _check_fields(obj, section: str, minimum: dict[str, float]) -> None:
+    """Every field has its default's type (bool, int, float: finite, str) and ``field >= minimum[field]``.
+    Raises ConfigError naming ``section.field``."""
+    import math
+
+    for f in dataclasses.fields(obj):
+        v, default = getattr(obj, f.name), f.default
+        kind = type(default) if default is not dataclasses.MISSING else None
+        ok = {bool: lambda: isinstance(v, bool),
+              int: lambda: isinstance(v, int) and not isinstance(v, bool),
+              float: lambda: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
+              str: lambda: isinstance(v, str)}.get(kind, lambda: True)()
+        if not ok:
+            want = {bool: "true or false", int: "an integer", float: "a finite number", str: "a string"}[kind]
+            raise ConfigError(f"{section}.{f.name} must be {want}, got {v!r}")
+        if f.name in minimum and v < minimum[f.name]:
+            raise ConfigError(f"{section}.{f.name} must be >= {minimum[f.name]}, got {v!r}")
 
 
 @dataclass
@@ -55,6 +77,17 @@ class ModelConfig:
     residual) of each token's skinning region, the quantities the decoder outputs per token."""
 
     def __post_init__(self) -> None:
+        _check_fields(self, "model", {k: 1 for k in ("width", "heads", "n_tokens", "token_dim", "n_freqs",
+                                                     "mlp_ratio", "dec_cross_layers")}
+                      | {"enc_self_layers": 0, "dec_self_layers": 0, "skin_temperature": 1e-6})
+        if self.n_freqs > 32:  # 2^i pi of float32 coordinates is noise beyond this
+            raise ConfigError(f"model.n_freqs must be <= 32, got {self.n_freqs}")
+        # transformer blocks: attention 4 w^2 + MLP 2 r w^2 each; two encoders (cross + self) and the decoder
+        blocks = 2 * (1 + self.enc_self_layers) + self.dec_self_layers + self.dec_cross_layers
+        params = blocks * (4 + 2 * self.mlp_ratio) * self.width**2 + 2 * self.n_tokens * self.token_dim * self.width
+        if params > MAX_PARAMETERS:
+            raise ConfigError(f"model asks for about {params:.2g} parameters (width {self.width}, {blocks} blocks); "
+                              f"the bound is {MAX_PARAMETERS:.0e}")
         if self.head not in HEADS:
             raise ConfigError(f"model.head: unknown head {self.head!r}, expected one of {HEADS}")
         if self.head != "dq_skinning" and (self.component_rigid or self.posterior_procrustes):
@@ -62,9 +95,6 @@ class ModelConfig:
                               f"(the skinning weights), got head {self.head!r}")
         if self.width % self.heads:
             raise ConfigError(f"model.width {self.width} is not divisible by model.heads {self.heads}")
-        for name in ("width", "heads", "n_tokens", "token_dim", "n_freqs", "mlp_ratio"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"model.{name} must be >= 1, got {getattr(self, name)}")
 
     def use_head(self, head: str) -> None:
         """Switch the deformation head; the options that read skinning weights (``component_rigid``,
@@ -133,9 +163,18 @@ class TrainConfig:
     """Instances kept in memory by the data loader."""
 
     def __post_init__(self) -> None:
-        self.scale_range = tuple(float(s) for s in self.scale_range)
-        if self.batch_size < 1 or self.n_points < 8:
-            raise ConfigError("train.batch_size must be >= 1 and train.n_points >= 8")
+        _check_fields(self, "train", {"batch_size": 1, "n_points": 8, "lr": 1e-12, "grad_clip": 1e-12,
+                                      "recon_weight": 1e-12, "collapse_patience": 1, "val_every": 1,
+                                      "val_batches": 1, "ckpt_every": 1, "log_every": 1, "max_cached_instances": 1}
+                      | {k: 0 for k in ("weight_decay", "warmup_steps", "kl_weight", "prior_weight", "free_bits",
+                                        "collapse_kl")})
+        try:
+            lo, hi = (float(s) for s in self.scale_range)
+        except (TypeError, ValueError):
+            raise ConfigError(f"train.scale_range must be two numbers, got {self.scale_range!r}") from None
+        if not 0 < lo <= hi < float("inf"):
+            raise ConfigError(f"train.scale_range must be 0 < lo <= hi, got {self.scale_range!r}")
+        self.scale_range = (lo, hi)
 
 
 @dataclass

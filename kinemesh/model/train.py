@@ -193,7 +193,7 @@ def train(config: Config, opts: RunOptions) -> dict:
 
     pbar = None
     if rank == 0 and opts.progress:
-        from tqdm import tqdm
+        from kinemesh.progress import tqdm
 
         pbar = tqdm(total=opts.steps, initial=state["step"] if opts.steps else 0, desc="train", unit="step",
                     dynamic_ncols=True)

@@ -201,7 +201,7 @@ def outer_product_matrix(
     done = 0
     bar = None
     if progress:
-        from tqdm import tqdm
+        from kinemesh.progress import tqdm
 
         bar = tqdm(total=n_samples, desc="active subspace", unit="z")
     while done < n_samples:

@@ -238,7 +238,7 @@ def generate(cfg: SynthConfig, progress: bool = True) -> dict:
     """
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    from tqdm import tqdm
+    from kinemesh.progress import tqdm
 
     from kinemesh.atomic import write_text
     from kinemesh.data import manifest as mf

@@ -692,7 +692,7 @@ def render_frames(
     ------
     ConfigError for bad shapes, non-finite vertices, an unsupported extension or bad options.
     """
-    from tqdm import tqdm
+    from kinemesh.progress import tqdm
 
     frames, faces = _check_frames(frames, faces)
     T = frames.shape[0]
@@ -742,7 +742,7 @@ def render_side_by_side(
     ------
     ConfigError for no items, bad shapes or an unsupported extension.
     """
-    from tqdm import tqdm
+    from kinemesh.progress import tqdm
 
     if not items:
         raise ConfigError("nothing to render: no inputs")

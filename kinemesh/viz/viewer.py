@@ -557,7 +557,7 @@ class ViewerGUI:
         except ImportError as exc:  # pragma: no cover - viser is a pinned extra
             from kinemesh.errors import MissingDependencyError
 
-            raise MissingDependencyError("viser", "kinemesh view") from exc
+            raise MissingDependencyError("viser", "kinemesh view", extra="viewer") from exc
         self.app = app
         self.server = viser.ViserServer(host=host, port=port, verbose=False)
         self.host, self.port = host, self.server.get_port()
