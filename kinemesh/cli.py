@@ -25,8 +25,15 @@ def _command_modules() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_"))
 
 
+class _Parser(argparse.ArgumentParser):
+    """Option errors in one line (no usage block), exit status 2; sub-command parsers inherit it."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="kinemesh",
         description="Turn a static 3D object into a dynamic, interactive 4D object.",
     )

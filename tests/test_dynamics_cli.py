@@ -66,7 +66,6 @@ def test_simulate_drag_with_lead_in(tiny):
     (["--poke", "99999", "--impulse", "0,0,1"], "out of range"),
     (["--action", "drag", "--vertex", "0", "--to=BASE0"], "zero-length drag"),
     (["--action", "drag", "--vertex", "0"], "--to"),
-    (["--stiffness", "-1"], "stiffness"),
     (["--poke", "0"], "--impulse"),
 ])
 def test_simulate_bad_input_is_one_line_error_and_writes_nothing(tiny, capsys, extra, message):

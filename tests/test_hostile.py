@@ -145,11 +145,13 @@ def test_npy_header_checked(tmp_path):
     (["physics", "{obj}", "--out", "{tmp}/p", "--height", "nan"], "--height"),
     (["simulate", "{obj}", "--out", "{tmp}/o.glb", "--to=nan,0,0"], "--to"),
     (["render", "{obj}", "--out", "{tmp}/o.png", "--fps", "inf"], "--fps"),
+    (["simulate", "{obj}", "--out", "{tmp}/o.glb", "--stiffness", "-1"], "--stiffness"),
 ])
 def test_bad_numbers_blame_the_option(files, tmp_path, capsys, argv, option):
     with pytest.raises(SystemExit) as exc:
         main([a.format(obj=files / "split.obj", tmp=tmp_path) for a in argv])
-    assert exc.value.code == 2 and f"argument {option}" in _err(capsys)
+    err = _err(capsys)
+    assert exc.value.code == 2 and f"argument {option}" in err and len(err.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
 
 

@@ -312,7 +312,6 @@ def fit_from_clouds(part_points: np.ndarray, rest_points: np.ndarray, clouds: li
 def load_clouds(folder) -> list[np.ndarray]:
     """Observed point clouds, one file per frame in natural order (.npy (k, 3), .xyz/.txt, or any mesh/point
     file trimesh reads: .ply, .obj, ...). Raises InputFileError naming the file."""
-    from pathlib import Path
 
     import trimesh
 
