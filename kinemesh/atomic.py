@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -89,3 +90,23 @@ def remove_stale(folder: str | os.PathLike) -> list[Path]:
             shutil.rmtree(p) if p.is_dir() else p.unlink()
             removed.append(p)
     return removed
+
+
+def safe_names(names) -> dict[str, str]:
+    """Map every name (part, link, group) to a distinct, safe file stem: characters outside
+    ``[A-Za-z0-9_.-]`` become ``_``, leading dots are dropped (no ``..``, no hidden files), empty names become
+    ``part``, at most 100 characters; names that collide after this (case-insensitively, for case-insensitive
+    file systems) get ``_2``, ``_3``, ... So ``../../tmp/x/victim`` or ``/etc/passwd`` can never leave the
+    folder a writer puts ``<stem>.obj`` in. Returns {name: stem} in input order."""
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for name in names:
+        if name in out:
+            continue
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", str(name)).lstrip(".")[:100] or "part"
+        cand, k = stem, 2
+        while cand.lower() in used:
+            cand, k = f"{stem}_{k}", k + 1
+        used.add(cand.lower())
+        out[name] = cand
+    return out

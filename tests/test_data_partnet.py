@@ -17,9 +17,9 @@ HALF_PI = np.pi / 2
 
 
 def z_up(p):
-    """File (Y up) -> kinemesh (Z up): (x, y, z) -> (x, -z, y)."""
+    """File (Y up) -> the URDF's world frame through PartNet's base joint: (x, y, z) -> (-z, -x, y)."""
     p = np.asarray(p, float)
-    return np.stack([p[..., 0], -p[..., 2], p[..., 1]], axis=-1)
+    return np.stack([-p[..., 2], -p[..., 0], p[..., 1]], axis=-1)
 
 
 @pytest.fixture
@@ -62,15 +62,15 @@ def test_joint_axes_origins_limits_after_y_up_conversion(tiny_partnet):
     obj = load_articulated(tiny_partnet)
     j = {x.name: x for x in obj.joints}
     np.testing.assert_allclose(j["door_hinge"].axis, [0, 0, 1], atol=1e-12)  # (0, 2, 0) normalized, then Z up
-    np.testing.assert_allclose(j["door_hinge"].origin, [1, -1, 0], atol=1e-12)
+    np.testing.assert_allclose(j["door_hinge"].origin, [-1, -1, 0], atol=1e-12)
     assert j["door_hinge"].limits == pytest.approx((0.0, HALF_PI))
-    np.testing.assert_allclose(j["drawer_slide"].axis, [0, -1, 0], atol=1e-12)
-    np.testing.assert_allclose(j["drawer_slide"].origin, [0.5, -0.5, 0.5], atol=1e-12)
+    np.testing.assert_allclose(j["drawer_slide"].axis, [-1, 0, 0], atol=1e-12)
+    np.testing.assert_allclose(j["drawer_slide"].origin, [-0.5, -0.5, 0.5], atol=1e-12)
     assert j["drawer_slide"].limits == pytest.approx((-0.4, -0.1))  # negative range kept
     np.testing.assert_allclose(j["lid_lift"].axis, [0, 0, 1], atol=1e-12)
-    np.testing.assert_allclose(j["lid_lift"].origin, [0.5, -0.5, 1.0], atol=1e-12)
+    np.testing.assert_allclose(j["lid_lift"].origin, [-0.5, -0.5, 1.0], atol=1e-12)
     np.testing.assert_allclose(j["lid_spin"].axis, [0, 0, 1], atol=1e-12)
-    np.testing.assert_allclose(j["lid_spin"].origin, [0.5, -0.5, 1.0], atol=1e-12)
+    np.testing.assert_allclose(j["lid_spin"].origin, [-0.5, -0.5, 1.0], atol=1e-12)
     assert j["lid_spin"].limits is None
     assert j["lid_spin"].parent == "link_2_helper" and j["lid_lift"].child == "link_2_helper"
 
@@ -91,15 +91,15 @@ def test_vertices_at_a_known_configuration(tiny_partnet):
     obj = load_articulated(tiny_partnet)
     posed = obj.posed_parts({"door_hinge": HALF_PI, "drawer_slide": -0.4, "lid_lift": 0.1, "lid_spin": np.pi})
     rest = {p.name: p.vertices for p in obj.parts}
-    # door corner at kinemesh (0, -1, 0) swings +90 deg about z through (1, -1, 0) -> (1, -2, 0)
-    i = int(np.argmin(np.linalg.norm(rest["link_0"] - [0, -1, 0], axis=1)))
-    np.testing.assert_allclose(rest["link_0"][i], [0, -1, 0], atol=1e-12)
-    np.testing.assert_allclose(posed["link_0"][i], [1, -2, 0], atol=1e-12)
-    # drawer: -0.4 m along (0, -1, 0) = +0.4 in y
-    np.testing.assert_allclose(posed["link_1"], rest["link_1"] + [0, 0.4, 0], atol=1e-12)
-    # lid: up 0.1 and half a turn about the vertical line through (0.5, -0.5)
+    # door corner at world (-1, 0, 0) swings +90 deg about z through (-1, -1, 0) -> (-2, -1, 0)
+    i = int(np.argmin(np.linalg.norm(rest["link_0"] - [-1, 0, 0], axis=1)))
+    np.testing.assert_allclose(rest["link_0"][i], [-1, 0, 0], atol=1e-12)
+    np.testing.assert_allclose(posed["link_0"][i], [-2, -1, 0], atol=1e-12)
+    # drawer: -0.4 m along (-1, 0, 0) = +0.4 in x
+    np.testing.assert_allclose(posed["link_1"], rest["link_1"] + [0.4, 0, 0], atol=1e-12)
+    # lid: up 0.1 and half a turn about the vertical line through (-0.5, -0.5)
     lid = rest["link_2"]
-    expected = np.stack([1.0 - lid[:, 0], -1.0 - lid[:, 1], lid[:, 2] + 0.1], axis=1)
+    expected = np.stack([-1.0 - lid[:, 0], -1.0 - lid[:, 1], lid[:, 2] + 0.1], axis=1)
     np.testing.assert_allclose(posed["link_2"], expected, atol=1e-12)
     np.testing.assert_allclose(posed["link_3"], rest["link_3"], atol=0)
 
@@ -108,12 +108,12 @@ def test_urdf_file_path_and_sequence(tiny_partnet):
     from kinemesh.data.loaders import load_sequence
 
     obj = load_articulated(tiny_partnet / "mobility.urdf")
-    assert obj.meta["file_up"] == "y"
+    assert obj.meta["file_up"] == "z"
     seq = load_sequence(tiny_partnet, n_frames=5, seed=3)
     assert seq.n_frames == 5 and seq.kind == "articulated"
     np.testing.assert_allclose(seq.frames[0], seq.rest_vertices)  # frame 0 = rest pose
     names = {j["name"]: j for j in seq.joints}
-    np.testing.assert_allclose(names["drawer_slide"]["axis"], [0, -1, 0], atol=1e-7)
+    np.testing.assert_allclose(names["drawer_slide"]["axis"], [-1, 0, 0], atol=1e-7)
     for cfg in seq.meta["joint_values"][1:]:
         assert -0.4 <= cfg["drawer_slide"] <= -0.1 and 0 <= cfg["door_hinge"] <= HALF_PI
     again = load_sequence(tiny_partnet, n_frames=5, seed=3)
@@ -143,23 +143,26 @@ def test_corrupt_auxiliary_json_is_ignored_with_a_warning(tmp_path, caplog):
     assert (
         "mobility_v2.json is not valid JSON" in caplog.text and "meta.json is not valid JSON" in caplog.text
     )
-    assert obj.meta["file_up"] == "y" and len(obj.movable_joints) == 4  # still the PartNet convention
+    assert obj.meta["file_up"] == "z" and len(obj.movable_joints) == 4  # the URDF alone defines the object
 
 
-def test_junk_numbers_warn_and_fall_back(tmp_path, caplog):
-    urdf = URDF.replace('<origin xyz="0.5 0.5 0.5"/>', '<origin xyz="0.5 0.5 oops"/>').replace(
-        '<limit lower="0.0" upper="1.5707963267948966"/>', '<limit lower="abc" upper="nan"/>'
-    )
-    folder = make_partnet_folder(tmp_path / "junk", urdf)
+@pytest.mark.parametrize("old,new,junk", [
+    ('<origin xyz="0.5 0.5 0.5"/>', '<origin xyz="0.5 0.5 oops"/>', "oops"),
+    ('<limit lower="0.0" upper="1.5707963267948966"/>', '<limit lower="abc" upper="1"/>', "abc"),
+])
+def test_junk_numbers_are_a_one_line_error(tmp_path, old, new, junk):
+    folder = make_partnet_folder(tmp_path / "junk", URDF.replace(old, new))
+    with pytest.raises(InputFileError, match=junk) as info:
+        load_articulated(folder)
+    assert "mobility.urdf" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_non_finite_limits_fall_back_to_mobility_json(tmp_path, caplog):
+    urdf = URDF.replace('<limit lower="0.0" upper="1.5707963267948966"/>', '<limit lower="0" upper="nan"/>')
     with caplog.at_level(logging.WARNING):
-        obj = load_articulated(folder)
-    text = caplog.text
-    assert "oops" in text and "abc" in text
-    j = {x.name: x for x in obj.joints}
-    np.testing.assert_allclose(j["drawer_slide"].origin, [0, 0, 0], atol=1e-12)  # default xyz
-    # the hinge's junk limits are replaced by mobility_v2.json's (degrees -> radians)
-    assert j["door_hinge"].limits == pytest.approx((0.0, HALF_PI))
-    assert any("abc" in w for w in obj.meta["load_warnings"])
+        obj = load_articulated(make_partnet_folder(tmp_path / "nan", urdf))
+    assert "not finite" in caplog.text
+    assert {j.name: j.limits for j in obj.joints}["door_hinge"] == pytest.approx((0.0, HALF_PI))
 
 
 @pytest.mark.parametrize(
@@ -233,8 +236,8 @@ def _assert_same_object(a: ArticulatedObject, b: ArticulatedObject):
         np.testing.assert_allclose(jb[n].origin, ja[n].origin, atol=1e-12)
         if ja[n].limits is None:
             assert jb[n].limits is None
-        else:
-            np.testing.assert_allclose(jb[n].limits, ja[n].limits, atol=1e-12)
+        else:  # written widened to contain the rest pose
+            np.testing.assert_allclose(jb[n].limits, ja[n].rest_limits(), atol=1e-12)
     cfg = {
         "door_hinge": 0.7,
         "drawer_slide": -0.2,
@@ -313,18 +316,19 @@ def test_round_trip_keeps_coincident_vertices(tmp_path):
 
 
 def test_write_is_atomic_on_error(tiny_partnet, tmp_path, monkeypatch):
-    import kinemesh.data.partnet as partnet
+    import kinemesh.data.exporters as exporters
 
     obj = load_articulated(tiny_partnet)
     calls = []
 
-    def failing(path, v, f):
+    def failing(v, f, path, digits=9):
         calls.append(path)
         if len(calls) == 2:
             raise OSError("disk full")
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("v 0 0 0\n")
 
-    monkeypatch.setattr(partnet, "_write_obj", failing)
+    monkeypatch.setattr(exporters, "export_obj", failing)
     with pytest.raises(OSError):
         write_partnet_folder(obj, tmp_path / "never")
     assert len(calls) == 2
@@ -411,9 +415,7 @@ def _yourdfpy_agreement(urdf_path, obj, cfg) -> tuple[float, float]:
     T0 = {link: u.get_transform(frame_to=link, frame_from=u.base_link) for link in u.link_map}
     u.update_cfg(cfg)
     T1 = {link: u.get_transform(frame_to=link, frame_from=u.base_link) for link in u.link_map}
-    W = np.eye(4)
-    W[:3, :3] = Y_UP_TO_Z_UP
-    W = W @ np.linalg.inv(T0[obj.root])
+    W = np.eye(4)  # our frame is the URDF's world frame
     ours = obj.part_transforms(cfg)
     err = max(np.abs(W @ T1[n] @ np.linalg.inv(T0[n]) @ np.linalg.inv(W) - ours[n]).max() for n in ours)
     moved = max(np.abs(T1[n] - T0[n]).max() for n in ours)
@@ -496,3 +498,51 @@ def test_package_urls_resolve_inside_the_ros_package(tmp_path):
     (pkg / "urdf" / "r.urdf").write_text(body.format("package://my_robot/meshes/tri.obj"))
     with pytest.raises(InputFileError, match="not found"):
         load_articulated(pkg / "urdf" / "r.urdf")
+
+
+def _assert_same_frame_as_yourdfpy(urdf_path: Path) -> None:
+    """Our rest vertices and joint axes/origins equal those of yourdfpy's scene (world frame) to 1e-6."""
+    import yourdfpy
+    from scipy.spatial import cKDTree
+
+    obj = load_articulated(urdf_path, max_vertices=None, merge_vertices=False)
+    u = yourdfpy.URDF.load(str(urdf_path), build_scene_graph=True, load_meshes=True)
+    for part in obj.parts:
+        if not len(part.vertices):
+            continue
+        theirs = []
+        for n in (n for n in u.scene.graph.nodes_geometry if _link_of(u, n) == part.name):
+            T, geom = u.scene.graph.get(n)
+            theirs.append(np.asarray(u.scene.geometry[geom].vertices) @ T[:3, :3].T + T[:3, 3])
+        theirs = np.concatenate(theirs)
+        d1 = cKDTree(theirs).query(part.vertices)[0].max()
+        d2 = cKDTree(part.vertices).query(theirs)[0].max()
+        assert max(d1, d2) < 1e-6, (urdf_path, part.name, d1, d2)
+    for j in obj.joints:
+        uj = u.joint_map[j.name]
+        T = u.get_transform(frame_to=uj.parent, frame_from=u.base_link) @ uj.origin
+        np.testing.assert_allclose(j.origin, T[:3, 3], atol=1e-6)
+        if j.movable:
+            a = T[:3, :3] @ uj.axis
+            np.testing.assert_allclose(j.axis, a / np.linalg.norm(a), atol=1e-6)
+
+
+def _link_of(u, node: str) -> str:
+    """The link a yourdfpy scene geometry node hangs from."""
+    parents = u.scene.graph.transforms.parents
+    while node in parents and node not in u.link_map:
+        node = parents[node]
+    return node
+
+
+def test_frame_equals_yourdfpy_tiny(tmp_path):
+    """A tiny URDF whose base joint has roll, pitch and yaw (the yaw used to be dropped)."""
+    folder = make_partnet_folder(tmp_path / "yawed", URDF.replace(
+        'rpy="1.570796326794897 0 -1.570796326794897"', 'rpy="1.2 0.3 -0.7"'))
+    _assert_same_frame_as_yourdfpy(folder / "mobility.urdf")
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("folder", sorted(REAL_TABLE))
+def test_real_objects_frame_equals_yourdfpy(real_objects_dir, folder):
+    _assert_same_frame_as_yourdfpy(real_objects_dir / folder / "mobility.urdf")

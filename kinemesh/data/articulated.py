@@ -72,6 +72,12 @@ class Joint:
     def movable(self) -> bool:
         return self.type != "fixed"
 
+    def rest_limits(self) -> tuple[float, float] | None:
+        """``limits`` widened to contain 0, the rest pose the meshes are in, as every exporter writes them: a
+        range such as [0.054, 1.87] rad (measured, or predicted for a closed door) would otherwise make a
+        simulator snap the part to its limit at start."""
+        return None if self.limits is None else (min(self.limits[0], 0.0), max(self.limits[1], 0.0))
+
     def motion(self, value: float) -> np.ndarray:
         """The rigid motion (4, 4) this joint applies at ``value`` (rad or m), in the rest frame."""
         T = np.eye(4)

@@ -60,10 +60,11 @@ def export_obj_sequence(seq: KinematicSequence, folder: str | os.PathLike, prefi
     return Path(folder)
 
 
-def export_obj(vertices: np.ndarray, faces: np.ndarray, path: str | os.PathLike) -> Path:
-    """Write one mesh (vertices (n, 3), faces (m, 3)) as OBJ, atomically."""
+def export_obj(vertices: np.ndarray, faces: np.ndarray, path: str | os.PathLike, digits: int = 9) -> Path:
+    """Write one mesh (vertices (n, 3), faces (m, 3)) as OBJ with ``digits`` significant digits (17: exact
+    float64 round trip), atomically."""
     with atomic_path(path) as tmp:
-        v = "\n".join("v %.9g %.9g %.9g" % tuple(p) for p in np.asarray(vertices, dtype=np.float64))
+        v = "\n".join(("v %.{0}g %.{0}g %.{0}g".format(digits)) % tuple(p) for p in np.asarray(vertices, dtype=np.float64))
         f = "\n".join(f"f {a + 1} {b + 1} {c + 1}" for a, b, c in np.asarray(faces, dtype=np.int64))
         tmp.write_text(f"{v}\n{f}\n", encoding="utf-8")
     return Path(path)

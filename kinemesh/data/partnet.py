@@ -7,12 +7,11 @@ hinge / slider / free / heavy / static, ``jointData.axis {origin, direction}``, 
 rotates}`` with hinge limits in degrees), ``semantics.txt`` (``link_name joint_type label``) and
 ``meta.json`` (``model_cat``).
 
-Frames. The URDF's root is a geometry-less ``base`` link attached by a fixed joint (rpy = (pi/2, 0,
--pi/2)) to the body; everything below it (meshes, joint origins and axes, mobility_v2.json) is in the Y-up
-*file frame*. We express the object in the kinemesh frame by converting file coordinates (x, y, z) ->
-(x, -z, y) (+90 deg about X), for points and axes alike. Joint origins and axes in the URDF are in the
-parent link frame; link transforms are composed along the tree before the conversion. A URDF outside a
-PartNet-Mobility folder is taken as Z-up (ROS convention) unless ``up="y"`` is given.
+Frames. An object loads in the world frame of its URDF, the frame yourdfpy, pybullet, SAPIEN and MuJoCo
+give it: link transforms are composed from the URDF's root link, so PartNet-Mobility's geometry-less ``base``
+root and its fixed joint (rpy = (pi/2, 0, -pi/2): the Y-up *file frame* of the meshes and of
+``mobility_v2.json`` turned Z up and yawed -90 deg, file (x, y, z) -> world (-z, -x, y)) place the object Z
+up. ``up="y"`` is for a bare Y-up URDF without such a base: its world is turned +90 deg about X.
 
 The geometry-less root (``base``) and its fixed joint are dropped; ``_helper`` links stay as parts
 without geometry so screw joints keep both degrees of freedom.
@@ -32,7 +31,7 @@ import numpy as np
 from kinemesh.atomic import atomic_dir
 from kinemesh.data.articulated import ArticulatedObject, Joint, Part
 from kinemesh.data.loaders import DEFAULT_MAX_VERTICES, decimate, load_mesh
-from kinemesh.data.urdf import Urdf, read_urdf
+from kinemesh.data.urdf import Urdf, read_urdf, rpy_matrix, write_urdf
 from kinemesh.errors import InputFileError, KinemeshError
 
 log = logging.getLogger(__name__)
@@ -166,9 +165,8 @@ def load_articulated(
     ----------
     folder_or_urdf : an object folder (``mobility.urdf`` or a single ``*.urdf`` inside) or a ``.urdf`` path.
     max_vertices : total vertex budget; parts are decimated proportionally (with a warning) above it.
-    up : ``"y"`` (PartNet-Mobility file convention) or ``"z"`` (ROS); default: ``"y"`` when the folder has
-        ``mobility_v2.json`` or the file is named ``mobility*.urdf``, else ``"z"``. An unreadable
-        ``mobility_v2.json`` / ``meta.json`` is ignored with a warning (the URDF defines the kinematics).
+    up : ``"z"`` (default: the URDF's world frame is Z up, as in ROS and PartNet-Mobility, whose ``base`` joint
+        turns the Y-up meshes) or ``"y"`` (a bare Y-up URDF: its world is turned +90 deg about X).
     merge_vertices : merge exactly coincident vertices of each mesh file (texture seams of real assets);
         default: yes, except for folders written by :func:`write_partnet_folder` (read back exactly).
 
@@ -185,8 +183,7 @@ def load_articulated(
     urdf = read_urdf(urdf_path)
     warnings = list(urdf.warnings)
     mobility = _read_json(folder / "mobility_v2.json", warnings)
-    if up is None:
-        up = "y" if (mobility is not None or urdf_path.name.startswith("mobility")) else "z"
+    up = up or "z"
     if up not in ("y", "z"):
         raise InputFileError(urdf_path, f"up must be 'y' or 'z', got {up!r}")
 
@@ -206,13 +203,10 @@ def load_articulated(
         dropped.add(root)
         root = children_of[root][0].child
 
-    # World (kinemesh) transform W applied on top of the URDF root frame.
-    if up == "y":
-        F = np.linalg.inv(T[root])  # the body frame below 'base' is the Y-up file frame
-        W = _homogeneous(Y_UP_TO_Z_UP) @ F
-    else:
-        W = np.eye(4)
-    file_frame = np.linalg.inv(_homogeneous(Y_UP_TO_Z_UP)) @ W  # URDF root frame -> file frame
+    # World (kinemesh) transform W on top of the URDF root frame; the file frame of mobility_v2.json is the
+    # frame of the first link with geometry (below PartNet-Mobility's 'base').
+    W = _homogeneous(Y_UP_TO_Z_UP) if up == "y" else np.eye(4)
+    file_frame = np.linalg.inv(T[root])  # URDF root frame -> file frame
 
     semantics = _read_semantics(folder / "semantics.txt", warnings)
     meta_json = _read_json(folder / "meta.json", warnings) or {}
@@ -394,17 +388,6 @@ def _cross_check_mobility(
 
 
 # ---------------------------------------------------------------------------------------------- writer
-def _fmt(x) -> str:
-    return " ".join(repr(float(v)) for v in np.asarray(x, dtype=np.float64).ravel())
-
-
-def _write_obj(path: Path, vertices: np.ndarray, faces: np.ndarray) -> None:
-    lines = ["# kinemesh part (Y-up PartNet-Mobility file frame)"]
-    lines += ["v " + _fmt(v) for v in vertices]
-    lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in np.asarray(faces, dtype=np.int64)]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
 def _is_screw_helper(obj: ArticulatedObject, part: Part) -> bool:
     """A geometry-less part under a prismatic joint whose only child joint is continuous."""
     if len(part.vertices):
@@ -414,39 +397,6 @@ def _is_screw_helper(obj: ArticulatedObject, part: Part) -> bool:
     return len(up) == 1 and up[0].type == "prismatic" and len(down) == 1 and down[0].type == "continuous"
 
 
-WRITE_DENSITY = 500.0  # kg/m^3 of the inertials written into URDFs (wood-like); `kinemesh physics` sets real ones
-
-
-def _write_inertial(link, part, Cinv: np.ndarray, link_pos: np.ndarray) -> None:
-    """Add an ``<inertial>`` to a URDF link so simulators (MuJoCo, PyBullet) accept moving links: mass and
-    inertia of the part's mesh at ``WRITE_DENSITY`` (a 5 mm shell when not watertight), in the link frame
-    (file axes, origin at ``link_pos``). Links without geometry get a tiny well-posed mass."""
-    import xml.etree.ElementTree as ET
-
-    import trimesh
-
-    mass, com, inertia = 1e-3, np.zeros(3), np.full(3, 1e-7)
-    if len(part.vertices) >= 4:
-        mesh = trimesh.Trimesh(part.vertices @ Cinv.T, part.faces, process=False)
-        if mesh.is_watertight and mesh.volume > 1e-12:
-            mesh.density = WRITE_DENSITY
-            mass, com = float(mesh.mass), np.asarray(mesh.center_mass) - link_pos
-            inertia = np.linalg.eigvalsh(mesh.moment_inertia)
-        else:
-            mass = max(float(mesh.area) * 0.005 * WRITE_DENSITY, 1e-3)
-            com = np.asarray(mesh.vertices.mean(0)) - link_pos
-            ext = np.ptp(mesh.vertices, axis=0)
-            inertia = mass / 12.0 * np.array([ext[1] ** 2 + ext[2] ** 2, ext[0] ** 2 + ext[2] ** 2,
-                                              ext[0] ** 2 + ext[1] ** 2])
-        inertia = np.maximum(inertia, 1e-9)
-    ie = ET.SubElement(link, "inertial")
-    ET.SubElement(ie, "origin", xyz=_fmt(com), rpy="0 0 0")
-    ET.SubElement(ie, "mass", value=repr(float(mass)))
-    # principal moments on the diagonal: an approximation when the principal axes are not the link axes
-    ET.SubElement(ie, "inertia", ixx=repr(float(inertia[0])), ixy="0", ixz="0", iyy=repr(float(inertia[1])),
-                  iyz="0", izz=repr(float(inertia[2])))
-
-
 def write_partnet_folder(obj: ArticulatedObject, folder: str | os.PathLike) -> Path:
     """Write ``obj`` as a PartNet-Mobility-style folder (atomically) in the Y-up file convention.
 
@@ -454,67 +404,15 @@ def write_partnet_folder(obj: ArticulatedObject, folder: str | os.PathLike) -> P
     OBJ under ``textured_objs/``, link frames at joint origins, axes in the file frame), ``mobility_v2.json``
     (hinge / slider (+rotates for screw joints) / heavy / static, hinge limits in degrees, plus a ``link``
     key naming the URDF link), ``semantics.txt`` and ``meta.json``. ``load_articulated`` of the result
-    reproduces ``obj`` (names, labels, axes, origins, limits, vertices). Returns the folder path.
+    reproduces ``obj`` (names, labels, axes, origins, vertices; limits as ``Joint.rest_limits()``: widened to
+    contain the rest pose). Returns the folder path.
     """
-    import xml.etree.ElementTree as ET
-
     folder = Path(folder)
-    Cinv = Y_UP_TO_Z_UP.T  # kinemesh -> file frame
-    names = [p.name for p in obj.parts]
-    base = "base"
-    while base in names:
-        base = "_" + base
+    Cinv = rpy_matrix(PARTNET_BASE_RPY).T  # kinemesh (URDF world) -> file frame
     parent_joint = {j.child: j for j in obj.joints}
-    # Link frame positions in the file frame: at the joint origin (root at 0), no rotation.
-    pos = {obj.root: np.zeros(3)}
-    for j in obj._order:
-        pos[j.child] = Cinv @ j.origin
-
-    robot = ET.Element("robot", name=re.sub(r"\s+", "_", obj.name) or "object")
-    ET.SubElement(robot, "link", name=base)
-    j0 = ET.SubElement(robot, "joint", name=f"{base}_fixed", type="fixed")
-    ET.SubElement(j0, "origin", rpy=_fmt(PARTNET_BASE_RPY), xyz="0 0 0")
-    ET.SubElement(j0, "child", link=obj.root)
-    ET.SubElement(j0, "parent", link=base)
-
     with atomic_dir(folder) as tmp:
-        (tmp / "textured_objs").mkdir()
-        for i, part in enumerate(obj.parts):
-            le = ET.SubElement(robot, "link", name=part.name)
-            if len(part.vertices):
-                fname = f"textured_objs/{i:03d}_{re.sub(r'[^A-Za-z0-9_.-]', '_', part.name)}.obj"
-                _write_obj(tmp / fname, part.vertices @ Cinv.T, part.faces)
-                ve = ET.SubElement(le, "visual", name=part.label or part.name)
-                ET.SubElement(ve, "origin", xyz=_fmt(-pos[part.name]))
-                ET.SubElement(ET.SubElement(ve, "geometry"), "mesh", filename=fname)
-                ce = ET.SubElement(le, "collision", name=part.name)
-                ET.SubElement(ce, "origin", xyz=_fmt(-pos[part.name]))
-                ET.SubElement(ET.SubElement(ce, "geometry"), "mesh", filename=fname)
-            _write_inertial(le, part, Cinv, pos[part.name])
-        for j in obj.joints:
-            je = ET.SubElement(robot, "joint", name=j.name, type=j.type)
-            ET.SubElement(je, "origin", xyz=_fmt(pos[j.child] - pos[j.parent]))
-            axis = (
-                Cinv @ j.axis
-                if j.type != "fixed"
-                else Cinv @ (j.axis if np.linalg.norm(j.axis) else [1, 0, 0])
-            )
-            ET.SubElement(je, "axis", xyz=_fmt(axis))
-            ET.SubElement(je, "child", link=j.child)
-            ET.SubElement(je, "parent", link=j.parent)
-            if j.type in ("revolute", "prismatic") and j.limits is not None:
-                ET.SubElement(
-                    je,
-                    "limit",
-                    lower=repr(float(j.limits[0])),
-                    upper=repr(float(j.limits[1])),
-                    effort="30",
-                    velocity="1",
-                )
-        ET.indent(robot, space="\t")
-        (tmp / "mobility.urdf").write_text(
-            '<?xml version="1.0" ?>\n' + ET.tostring(robot, encoding="unicode") + "\n", encoding="utf-8"
-        )
+        write_urdf(obj, tmp, "mobility.urdf", mesh_dir="textured_objs", base_rpy=PARTNET_BASE_RPY,
+                   robot_name=re.sub(r"\s+", "_", obj.name) or "object")
 
         # mobility_v2.json + semantics.txt: one entry per part with geometry (helpers fold into screws).
         listed = [p for p in obj.parts if len(p.vertices)]
@@ -542,7 +440,7 @@ def write_partnet_folder(obj: ArticulatedObject, folder: str | os.PathLike) -> P
                 }
                 if screw:
                     kind = "slider"
-                    lo, hi = carrier.limits if carrier.limits is not None else (0.0, 0.0)
+                    lo, hi = carrier.rest_limits() or (0.0, 0.0)
                     data["limit"] = {
                         "a": lo,
                         "b": hi,
@@ -553,11 +451,11 @@ def write_partnet_folder(obj: ArticulatedObject, folder: str | os.PathLike) -> P
                     }
                 elif j.type == "prismatic":
                     kind = "slider"
-                    lo, hi = j.limits if j.limits is not None else (0.0, 0.0)
+                    lo, hi = j.rest_limits() or (0.0, 0.0)
                     data["limit"] = {"a": lo, "b": hi, "noLimit": j.limits is None, "rotates": False}
                 else:
                     kind = "hinge"
-                    lo, hi = j.limits if j.limits is not None else (-np.pi, np.pi)
+                    lo, hi = j.rest_limits() or (-np.pi, np.pi)
                     data["limit"] = {
                         "a": float(np.degrees(lo)),
                         "b": float(np.degrees(hi)),
@@ -586,7 +484,7 @@ def write_partnet_folder(obj: ArticulatedObject, folder: str | os.PathLike) -> P
                 "name": obj.name,
                 "units": "m",
                 "file_up": "y",
-                "note": "file coordinates (x, y, z) are kinemesh (x, -z, y)",
+                "note": "file coordinates (x, y, z) are kinemesh (-z, -x, y), the base joint's rotation",
             },
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
