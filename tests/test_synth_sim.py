@@ -11,7 +11,8 @@ from kinemesh.synth.articulated_motion import dynamic_sequence, kinematic_sequen
 from kinemesh.synth.categories import build
 from kinemesh.synth.cloth import grid_sheet, max_edge_stretch, simulate_cloth
 from kinemesh.synth.elastic import ACTIONS, SHAPES, simulate_elastic
-from kinemesh.synth.flexsim import FlexRun, fmt, simulate_flex
+from kinemesh.synth.flexsim import FlexRun, simulate_flex
+from kinemesh.synth.mjcf import flexcomp_spec, new_spec
 from kinemesh.synth.tetra import build_cage
 
 
@@ -154,14 +155,14 @@ def test_exploding_simulation_is_detected_not_returned():
     cage = build_cage(mesh, resolution=2)
     nodes = cage.nodes + [0, 0, 0.5]
 
-    def xml(dt):
-        return f"""<mujoco><option timestep="{dt}" integrator="discrete"/><worldbody>
-        <flexcomp name="s" type="direct" dim="3" radius="0.001" mass="0.1" point="{fmt(nodes)}"
-         element="{fmt(cage.tets)}"><elasticity young="1e4" poisson="0.3"/></flexcomp></worldbody></mujoco>"""
+    def scene(dt):
+        spec = flexcomp_spec("s", {"type": "direct", "dim": 3, "radius": 0.001, "mass": 0.1, "point": nodes,
+                                   "element": cage.tets}, {"elasticity": {"young": 1e4, "poisson": 0.3}})
+        return new_spec("s", dt, "discrete", spec=spec)
 
     def blast(model, data, t, vert_body):
         data.xfrc_applied[vert_body[0], 2] = 1e9  # one node is shot away
 
-    run = FlexRun(xml, duration=0.05, n_frames=5, controller=blast, size=0.1, tets=cage.tets)
+    run = FlexRun(scene, duration=0.05, n_frames=5, controller=blast, size=0.1, tets=cage.tets)
     with pytest.raises(SimulationDivergedError):
         simulate_flex(run, 0.004)

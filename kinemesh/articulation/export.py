@@ -1,10 +1,10 @@
-"""Export predicted articulations: the articulation JSON of DESIGN.md, URDF (+ OBJ meshes), MJCF and a PNG.
+"""Export predicted articulations: the articulation JSON, URDF (+ OBJ meshes), MJCF, USD and a PNG.
 
-URDF convention: Z up, metres; every link frame coincides with the world frame at rest, so a joint's
-``<origin xyz>`` is the world position of its axis point, and a child link's frame is placed at the joint
-origin (``<origin>`` of the child's visual/collision is then ``-origin``). MuJoCo loads it with
-``<mujoco><compiler discardvisual="false" .../></mujoco>`` (added, DESIGN.md MuJoCo notes).
-MJCF comes from :func:`kinemesh.synth.mjcf.articulated_to_mjcf` (meshes inlined, one self-contained file).
+URDF (:func:`kinemesh.data.urdf.write_urdf`): Z up, metres, the kinemesh frame is the URDF's world frame;
+link frames sit at their joint origins, world-aligned. MJCF comes from
+:func:`kinemesh.synth.mjcf.articulated_to_mjcf` (meshes inlined, one self-contained file), USD from
+:func:`kinemesh.data.usd.write_usd_articulated`. Before export, :func:`collision_free_limits` makes the
+predicted limits usable as they are (rest pose inside, no closing through the carcass).
 """
 
 from __future__ import annotations
@@ -12,11 +12,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from xml.sax.saxutils import quoteattr
-
 import numpy as np
 
-from kinemesh.atomic import atomic_path, write_text
+from kinemesh.atomic import write_text
 from kinemesh.data.articulated import ArticulatedObject
 
 
@@ -34,63 +32,43 @@ def write_json(data: dict, path: str | os.PathLike) -> Path:
     return write_text(path, json.dumps(data, indent=2) + "\n")
 
 
-def _fmt(a) -> str:
-    return " ".join(f"{float(x):.6g}" for x in np.ravel(a))
-
-
-def _write_obj(path: Path, v: np.ndarray, f: np.ndarray) -> None:
-    lines = [f"v {x:.6f} {y:.6f} {z:.6f}" for x, y, z in v]
-    lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in f]
-    with atomic_path(path) as tmp:
-        tmp.write_text("\n".join(lines) + "\n")
-
-
-def urdf_string(obj: ArticulatedObject, mesh_dir: str = "meshes", density: float = 500.0) -> str:
-    """URDF XML of ``obj`` referencing ``mesh_dir/<part>.obj`` (relative). Link frames are placed at their
-    joint origins (world-aligned), so joint ``<origin>`` is the offset between parent and child origins."""
-    frame = {obj.root: np.zeros(3)}
-    for j in obj._order:
-        frame[j.child] = j.origin.copy() if j.type != "fixed" else frame[j.parent].copy()
-    lines = ['<?xml version="1.0"?>', f"<robot name={quoteattr(obj.name)}>",
-             '  <mujoco><compiler discardvisual="false" angle="radian" balanceinertia="true"/></mujoco>']
-    for p in obj.parts:
-        lines.append(f"  <link name={quoteattr(p.name)}>")
-        if len(p.vertices):
-            off = _fmt(-frame[p.name])
-            mesh = f"{mesh_dir}/{p.name}.obj"
-            ext = np.ptp(p.vertices, axis=0) + 1e-3
-            mass = max(1e-3, density * float(np.prod(ext)) * 0.2)
-            c = p.vertices.mean(0) - frame[p.name]
-            ixx, iyy, izz = (mass / 12.0 * (ext[1] ** 2 + ext[2] ** 2), mass / 12.0 * (ext[0] ** 2 + ext[2] ** 2),
-                             mass / 12.0 * (ext[0] ** 2 + ext[1] ** 2))
-            lines += [f'    <inertial><origin xyz="{_fmt(c)}"/><mass value="{mass:.6g}"/>'
-                      f'<inertia ixx="{ixx:.6g}" iyy="{iyy:.6g}" izz="{izz:.6g}" ixy="0" ixz="0" iyz="0"/></inertial>',
-                      f'    <visual><origin xyz="{off}"/><geometry><mesh filename="{mesh}"/></geometry></visual>',
-                      f'    <collision><origin xyz="{off}"/><geometry><mesh filename="{mesh}"/></geometry></collision>']
-        lines.append("  </link>")
-    for j in obj._order:
-        t = {"continuous": "continuous"}.get(j.type, j.type)
-        lines.append(f"  <joint name={quoteattr(j.name)} type=\"{t}\">")
-        lines.append(f"    <parent link={quoteattr(j.parent)}/><child link={quoteattr(j.child)}/>")
-        lines.append(f'    <origin xyz="{_fmt(frame[j.child] - frame[j.parent])}" rpy="0 0 0"/>')
-        if j.type != "fixed":
-            lines.append(f'    <axis xyz="{_fmt(j.axis)}"/>')
-        if j.type in ("revolute", "prismatic"):
-            lo, hi = j.limits if j.limits is not None else (-np.pi, np.pi)
-            lines.append(f'    <limit lower="{lo:.6g}" upper="{hi:.6g}" effort="100" velocity="10"/>')
-        lines.append("  </joint>")
-    lines.append("</robot>")
-    return "\n".join(lines) + "\n"
-
-
 def write_urdf(obj: ArticulatedObject, folder: str | os.PathLike, name: str = "object.urdf") -> Path:
-    """Write ``folder/name`` and ``folder/meshes/<part>.obj``; returns the URDF path."""
-    folder = Path(folder)
-    (folder / "meshes").mkdir(parents=True, exist_ok=True)
-    for p in obj.parts:
-        if len(p.vertices):
-            _write_obj(folder / "meshes" / f"{p.name}.obj", p.vertices, p.faces)
-    return write_text(folder / name, urdf_string(obj))
+    """Write ``folder/name`` and ``folder/meshes/<part>.obj`` (file stems sanitised by
+    :func:`kinemesh.atomic.safe_names`); returns the URDF path. See :func:`kinemesh.data.urdf.write_urdf`."""
+    from kinemesh.data.urdf import write_urdf as _write
+
+    return _write(obj, Path(folder), name, mesh_dir="meshes")
+
+
+def collision_free_limits(obj: ArticulatedObject, steps: int = 24) -> list[str]:
+    """Make every revolute/prismatic joint's limits usable as they are, in place: widened to contain the rest
+    pose (``Joint.rest_limits``), then cut where the moving subtree, swept from the rest pose towards each
+    limit in ``steps`` poses, enters the rest of the object (the collision test of
+    :mod:`kinemesh.articulation.validity`, GEOPARD's simulator filter): a door then cannot close through its
+    carcass in a simulator that excludes parent-child contacts. Returns one message per changed joint."""
+    from kinemesh.articulation.validity import OccupancyGrid, moving_groups
+
+    grid, groups, notes = OccupancyGrid(obj), moving_groups(obj), []
+    for j in obj.movable_joints:
+        pts = [grid.samples[m] for m in groups[j.child] if m in grid.samples]
+        if j.limits is None or j.type not in ("revolute", "prismatic") or not pts:
+            continue
+        pts = np.concatenate(pts)
+        base = float(grid.inside(pts, groups[j.child]).mean())
+        lims = list(j.rest_limits())
+        for k, end in enumerate(lims):
+            vals = end * np.linspace(1.0 / steps, 1.0, steps)
+            T = np.stack([j.motion(v) for v in vals])
+            P = np.einsum("sij,nj->sni", T[:, :3, :3], pts) + T[:, None, :3, 3]
+            frac = grid.inside(P.reshape(-1, 3), groups[j.child]).reshape(steps, -1).mean(1) - base
+            bad = np.flatnonzero(frac > grid.config.collision_fraction)
+            if end != 0 and len(bad):
+                lims[k] = float(vals[bad[0] - 1]) if bad[0] > 0 else 0.0
+        if tuple(lims) != j.limits:
+            notes.append(f"joint '{j.name}': limits {np.round(j.limits, 4).tolist()} -> "
+                         f"{np.round(lims, 4).tolist()} (rest pose inside, no collision with the rest)")
+            j.limits = (lims[0], lims[1])
+    return notes
 
 
 def write_mjcf(obj: ArticulatedObject, path: str | os.PathLike) -> Path:

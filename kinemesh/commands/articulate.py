@@ -27,6 +27,8 @@ def register(sub) -> None:
     p.add_argument("--candidates", action="store_true",
                    help="also write candidates.json: every part's physically valid box candidate motions "
                         "(GEOPARD self-supervision labels: no collision, no detachment)")
+    p.add_argument("--usd", action="store_true", help="also write object.usda: meshes and UsdPhysics joints "
+                                                      "(needs the optional usd-core: pip install 'kinemesh[usd]')")
     p.add_argument("--device", default="cpu", help="torch device (cpu|cuda)")
     p.set_defaults(func=run)
 
@@ -84,6 +86,11 @@ def run(args) -> int:
     if target is not None and target.part == root:
         raise KinemeshError(f"prompt {args.prompt!r} names '{root}', the object's base part, which does not move")
     art = to_articulated(obj, preds)
+    limit_notes = export.collision_free_limits(art)
+    joints = {j.child: j for j in art.joints}
+    for p in preds:  # the JSON, URDF, MJCF and USD carry the same (usable) limits
+        if p.name in joints and p.limits is not None and joints[p.name].limits is not None:
+            p.limits = joints[p.name].limits
     data = export.articulation_json(preds, root)
     if target is not None:
         tp = next(p for p in preds if p.name == target.part)
@@ -94,6 +101,10 @@ def run(args) -> int:
         export.write_json(data, tmp / "articulation.json")
         export.write_urdf(art, tmp)
         export.write_mjcf(art, tmp / "object.xml")
+        if args.usd:
+            from kinemesh.data.usd import write_usd_articulated
+
+            write_usd_articulated(art, tmp / "object.usda")
         if args.candidates:
             from kinemesh.articulation.validity import label_valid_candidates
 
@@ -111,7 +122,9 @@ def run(args) -> int:
                 print(f"warning: articulation.png not rendered: {exc}")
     moving = [p for p in preds if p.type != "fixed"]
     print(f"{len(moving)} moving part(s) of {len(parts)}; wrote {out}/articulation.json, object.urdf, object.xml"
-          + ("" if args.no_render else ", articulation.png"))
+          + (", object.usda" if args.usd else "") + ("" if args.no_render else ", articulation.png"))
+    for note in limit_notes:
+        print(f"   limits: {note}")
     for p in preds:
         mark = "*" if target is not None and p.name == target.part else " "
         lim = "" if p.limits is None else f" limits [{p.limits[0]:.3g}, {p.limits[1]:.3g}]"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-FORMATS = ("auto", "npz", "glb", "obj", "obj-seq", "anime", "partnet")
+FORMATS = ("auto", "npz", "glb", "obj", "obj-seq", "anime", "usd", "partnet")
 MAX_FRAMES = 10000
 """Bound of --frames (joint configurations sampled from an articulated input)."""
 
@@ -12,11 +12,12 @@ def register(sub) -> None:
 
     p = sub.add_parser(
         "convert",
-        help="convert any loadable input to .npz, animated .glb, OBJ frames, a rest .obj, .anime or a "
-        "PartNet folder",
+        help="convert any loadable input to .npz, animated .glb, OBJ frames, a rest .obj, .anime, animated "
+        ".usd/.usda/.usdc or a PartNet folder",
         description="Read IN (mesh, .npz, .anime, folder of frames, URDF or PartNet-Mobility folder) and "
         "write OUT. The format follows OUT's suffix: .npz (KinematicSequence), .glb (animated, morph "
-        "targets), .obj (the rest mesh), .anime; a path without suffix becomes a folder of OBJ "
+        "targets), .obj (the rest mesh), .anime, .usd/.usda/.usdc (mesh points time-sampled per frame; needs "
+        "usd-core); a path without suffix becomes a folder of OBJ "
         "frames. Articulated inputs are sampled at --frames joint configurations (frame 0 = rest).",
     )
     p.add_argument("input", help="input file or folder")
@@ -66,10 +67,11 @@ def output_format(path, fmt: str = "auto") -> str:
     if fmt != "auto":
         return fmt
     s = Path(path).suffix.lower()
-    table = {".npz": "npz", ".glb": "glb", ".obj": "obj", ".anime": "anime", "": "obj-seq"}
+    table = {".npz": "npz", ".glb": "glb", ".obj": "obj", ".anime": "anime", ".usd": "usd", ".usda": "usd",
+             ".usdc": "usd", "": "obj-seq"}
     if s not in table:
         raise ConfigError(
-            f"cannot tell the output format from '{path}'; use .npz, .glb, .obj, .anime, a folder "
+            f"cannot tell the output format from '{path}'; use .npz, .glb, .obj, .anime, .usd, a folder "
             f"name without suffix, or --format"
         )
     return table[s]
@@ -122,6 +124,10 @@ def run(args) -> int:
         exporters.export_obj(seq.rest_vertices, seq.faces, dst)
     elif fmt == "anime":
         exporters.export_anime(seq, dst)
+    elif fmt == "usd":
+        from kinemesh.data.usd import write_usd_sequence
+
+        write_usd_sequence(seq, dst if dst.suffix else dst.with_suffix(".usd"))
     else:
         exporters.export_obj_sequence(seq, dst)
     print(f"wrote {dst} ({fmt}: {seq.n_frames} frames, {seq.n_vertices} vertices, {seq.n_faces} faces)")

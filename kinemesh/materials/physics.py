@@ -11,10 +11,8 @@ time step and, failing that, reported and never written.
 from __future__ import annotations
 
 import math
-import tempfile
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,9 +21,10 @@ from kinemesh.data.articulated import ArticulatedObject, Joint
 from kinemesh.data.sequence import KinematicSequence
 from kinemesh.errors import ConfigError, SimulationDivergedError
 from kinemesh.materials.assign import PartMaterial
+from kinemesh.synth.mjcf import add_articulated, add_floor, flexcomp_spec, new_spec
 
 CASES = ("drop", "throw", "tilt", "drag", "wind")
-SOLIMP = "0.99 0.99 0.001"  # constant contact impedance: a linear, mass-independent contact
+SOLIMP = (0.99, 0.99, 0.001)  # constant contact impedance: a linear, mass-independent contact
 GRAVITY = 9.81  # m/s^2
 CAGE_RESOLUTION = 10  # cells along the longest side of the tetrahedral cage of a non-star-shaped soft part
 
@@ -89,8 +88,8 @@ class CaseConfig:
 
 @dataclass
 class PhysicsResult:
-    """A finished, finite simulation: the sequence, the MJCF scene that produced it (with its mesh files),
-    a report of measured quantities and the material assignment used."""
+    """A finished, finite simulation: the sequence, the MJCF scene that produced it (self-contained: meshes
+    inlined, flexes expanded by MuJoCo; ``scene_files`` is empty), a report of measured quantities."""
 
     sequence: KinematicSequence
     report: dict[str, Any]
@@ -115,11 +114,13 @@ def _restitution_table(timeconst: float, timestep: float) -> tuple[np.ndarray, n
     ratios = np.geomspace(0.05, 3.0, 28)
     measured = []
     for z in ratios:
-        xml = (f'<mujoco><option timestep="{timestep:.6g}" integrator="implicitfast" gravity="0 0 0"/>'
-               f'<worldbody><geom type="plane" size="1 1 .1" friction="1e-4 0 0"/>'
-               f'<body pos="0 0 0.0501"><freejoint/><geom type="sphere" size="0.05" density="1000" '
-               f'solref="{timeconst:.6g} {z:.6g}" solimp="{SOLIMP}" priority="1"/></body></worldbody></mujoco>')
-        model = mujoco.MjModel.from_xml_string(xml)
+        spec = new_spec("restitution", timestep, "implicitfast", 0.0)
+        add_floor(spec, 1.0, friction=[1e-4, 0, 0])
+        ball = spec.worldbody.add_body(pos=[0, 0, 0.0501])
+        ball.add_freejoint()
+        ball.add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[0.05, 0, 0], density=1000, solref=[timeconst, z],
+                      solimp=list(SOLIMP) + [0.5, 2.0], priority=1)
+        model = spec.compile()
         data = mujoco.MjData(model)
         data.qvel[2] = -2.0
         for _ in range(int(0.2 / timestep)):
@@ -137,10 +138,6 @@ def _damping_ratio(restitution: float, timeconst: float, timestep: float) -> flo
     e = float(np.clip(restitution, measured[-1], measured[0]))
     # measured decreases with the ratio: interpolate on the reversed arrays
     return float(np.interp(e, measured[::-1], ratios[::-1]))
-
-
-def _fmt(values) -> str:
-    return " ".join(f"{float(v):.6g}" for v in np.ravel(values))
 
 
 def _behavior(pm: PartMaterial, cfg: CaseConfig) -> str:
@@ -203,10 +200,13 @@ def _placement(vertices: np.ndarray, cfg: CaseConfig, hang: bool = False) -> tup
 
 # ---------------------------------------------------------------------------------------------- scene
 def build_scene(obj: ArticulatedObject, assignment: dict[str, PartMaterial], cfg: CaseConfig):
-    """The MJCF (string) of ``obj`` on a floor for the test case, and the mesh files it references.
+    """The MuJoCo scene (an ``MjSpec``, :mod:`kinemesh.synth.mjcf`) of ``obj`` on a floor for the test case.
 
-    Returns (xml, files, layout) where ``layout`` tells how to read vertex positions back.
+    Returns (spec, files, layout): ``files`` the mesh files a flex reads (already given to the spec as
+    assets), ``layout`` how to read vertex positions back.
     """
+    from kinemesh.synth.mjcf import add_floor
+
     cfg.validate()
     parts = [p for p in obj.parts if len(p.vertices)]
     missing = [p.name for p in parts if p.name not in assignment]
@@ -226,87 +226,53 @@ def build_scene(obj: ArticulatedObject, assignment: dict[str, PartMaterial], cfg
     hang = cfg.case == "wind" and len(parts) == 1 and behaviors[parts[0].name] == "cloth"
     R, t = _placement(all_vertices, cfg, hang=hang)
     size = float(np.linalg.norm(all_vertices.max(0) - all_vertices.min(0)))
-    floor_euler = f"{math.radians(cfg.tilt_deg) if cfg.case == 'tilt' else 0.0:.6g} 0 0"
-    header = [
-        '<mujoco model="kinemesh_physics">',
-        '  <compiler angle="radian" meshdir="." autolimits="true"/>',
-        f'  <option timestep="{cfg.timestep:.6g}" integrator="{{integrator}}" gravity="0 0 {-GRAVITY}"/>',
-        '  <visual><global offwidth="640" offheight="480"/></visual>',
-    ]
-    floor = (f'    <geom name="floor" type="plane" size="{max(5.0, 20 * size):.4g} {max(5.0, 20 * size):.4g} 0.1" '
-             f'euler="{floor_euler}" friction="1e-4 0 0" contype="1" conaffinity="1" rgba=".8 .8 .8 1"/>')
     files: dict[str, bytes] = {}
     if deformable:
-        part = parts[0]
-        pm = assignment[part.name]
-        xml, layout = _flex_scene(part, pm, behaviors[part.name], R, t, cfg, files, size, pin_top=hang)
-        lines = header + ["  <worldbody>", floor, xml, "  </worldbody>", "</mujoco>"]
-        integrator = "discrete"
+        spec, layout = _flex_scene(parts[0], assignment[parts[0].name], behaviors[parts[0].name], R, t, cfg,
+                                   files, size, pin_top=hang)
     else:
-        xml, asset, layout = _rigid_scene(obj, parts, assignment, R, t, cfg.timestep)
-        lines = header + ["  <asset>", *asset, "  </asset>", "  <worldbody>", floor, *xml, "  </worldbody>",
-                          "</mujoco>"]
-        integrator = "implicitfast"
+        spec, layout = _rigid_scene(obj, parts, assignment, R, t, cfg.timestep)
+    new_spec("kinemesh_physics", cfg.timestep, "discrete" if deformable else "implicitfast", GRAVITY, spec)
+    spec.visual.global_.offwidth, spec.visual.global_.offheight = 640, 480
+    add_floor(spec, max(5.0, 20 * size), math.radians(cfg.tilt_deg) if cfg.case == "tilt" else 0.0,
+              friction=[1e-4, 0, 0], contype=1, conaffinity=1, rgba=[0.8, 0.8, 0.8, 1])
     layout.update(rotation=R, translation=t, size=size, behaviors=behaviors)
-    return "\n".join(lines).replace("{integrator}", integrator), files, layout
+    return spec, files, layout
 
 
-def _contact_params(pm: PartMaterial, timestep: float) -> str:
+def _contact_params(pm: PartMaterial, timestep: float) -> dict:
     """MuJoCo contact attributes of a part: Coulomb friction tan(friction angle), and a soft contact whose
     damping ratio reproduces the material's coefficient of restitution."""
     m = pm.material
     tc = _contact_timeconst(timestep)
-    return (f'friction="{m.friction:.4g} 0.005 0.0001" solref="{tc:.4g} '
-            f'{_damping_ratio(m.restitution, tc, timestep):.4g}" solimp="{SOLIMP}" priority="1"')
+    return {"friction": [m.friction, 0.005, 0.0001], "solref": [tc, _damping_ratio(m.restitution, tc, timestep)],
+            "solimp": list(SOLIMP) + [0.5, 2.0], "priority": 1}
 
 
 def _rigid_scene(obj, parts, assignment, R, t, timestep):
+    import mujoco
     import trimesh
 
-    asset, bodies = [], {}
+    watertight = {}
     for p in parts:
         mesh = trimesh.Trimesh(p.vertices, p.faces, process=False)
-        watertight = mesh.is_watertight and mesh.volume > 1e-9
-        asset.append(f'    <mesh name="m_{p.name}" vertex="{_fmt(p.vertices)}" face="{_fmt(p.faces)}" '
-                     f'inertia="{"exact" if watertight else "shell"}"/>')
-        m = assignment[p.name].material
+        watertight[p.name] = mesh.is_watertight and mesh.volume > 1e-9
+
+    def geom(part) -> dict:
+        m = assignment[part.name].material
         # a shell's density is per unit area: the material density times a 5 mm wall
-        density = m.density if watertight else m.density * 0.005
-        bodies[p.name] = (f'<geom name="g_{p.name}" type="mesh" mesh="m_{p.name}" density="{density:.6g}" '
-                          f'{_contact_params(assignment[p.name], timestep)} contype="2" conaffinity="1"/>')
-    children: dict[str, list[Joint]] = {}
-    for j in obj.joints:
-        children.setdefault(j.parent, []).append(j)
-    has_geom = {p.name for p in parts}
+        return {"density": m.density if watertight[part.name] else m.density * 0.005, "contype": 2,
+                "conaffinity": 1, **_contact_params(assignment[part.name], timestep)}
 
-    def body(name: str, joint: Joint | None, depth: int) -> list[str]:
-        pad = "    " * depth
-        out = []
-        if joint is None:
-            quat = _quat_from_matrix(R)
-            out.append(f'{pad}<body name="b_{name}" pos="{_fmt(t)}" quat="{_fmt(quat)}">')
-            out.append(f'{pad}  <freejoint name="root"/>')
-        else:
-            out.append(f'{pad}<body name="b_{name}">')
-            if joint.type != "fixed":
-                jtype = "slide" if joint.type == "prismatic" else "hinge"
-                rng = ""
-                if joint.limits is not None and joint.type != "continuous":
-                    rng = f' range="{joint.limits[0]:.6g} {joint.limits[1]:.6g}"'
-                out.append(f'{pad}  <joint name="{joint.name}" type="{jtype}" pos="{_fmt(joint.origin)}" '
-                           f'axis="{_fmt(joint.axis)}"{rng} damping="0.02" armature="0.001"/>')
-        if name in has_geom:
-            out.append(f"{pad}  {bodies[name]}")
-        elif joint is None or joint.type != "fixed":
-            # a helper link without geometry still needs mass for the joint to be well posed
-            out.append(f'{pad}  <inertial pos="0 0 0" mass="1e-4" diaginertia="1e-8 1e-8 1e-8"/>')
-        for j in children.get(name, []):
-            out.extend(body(j.child, j, depth + 1))
-        out.append(f"{pad}</body>")
-        return out
+    def mesh(part) -> dict:
+        exact = mujoco.mjtMeshInertia.mjMESH_INERTIA_EXACT
+        return {"inertia": exact if watertight[part.name] else mujoco.mjtMeshInertia.mjMESH_INERTIA_SHELL}
 
-    xml = body(obj.root, None, 1)
-    return xml, asset, {"mode": "rigid", "parts": [p.name for p in parts]}
+    spec = mujoco.MjSpec()
+    add_articulated(spec, obj, ("b_", "g_", "m_"), geom=geom, mesh=mesh,
+                    joint=lambda j, part: {"damping": 0.02, "armature": 0.001},
+                    helper_mass=1e-4, helper_inertia=1e-8, root_pose=(t, _quat_from_matrix(R)))
+    return spec, {"mode": "rigid", "parts": [p.name for p in parts]}
 
 
 def _interior_point(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
@@ -333,50 +299,42 @@ def _flex_scene(part, pm: PartMaterial, behavior: str, R, t, cfg: CaseConfig, fi
     verts = part.vertices @ R.T + t  # flex vertices are created in world coordinates
     mesh = trimesh.Trimesh(verts, part.faces, process=False)
     files["part.obj"] = mesh.export(file_type="obj").encode()
-    contact = (f'<contact condim="3" {_contact_params(pm, cfg.timestep)} selfcollide="none" '
-               f'contype="2" conaffinity="1"/>')
+    contact = {"condim": 3, **_contact_params(pm, cfg.timestep), "selfcollide": "none", "contype": 2,
+               "conaffinity": 1}
     radius = max(1e-3, 0.005 * size)
     # the library's damping is a loss factor eta; MuJoCo's flex damping is stiffness-proportional (Rayleigh,
     # seconds): beta = eta / omega0 with omega0 = sqrt(E / rho) / L the body's fundamental frequency scale
     omega0 = math.sqrt(m.youngs_modulus / m.density) / max(size, 1e-3)
     beta = m.damping / omega0
+    layout = {"mode": "flex", "parts": [part.name], "rest_world": verts}
     if behavior == "cloth":
-        mass = m.density * m.thickness * float(mesh.area)
-        elastic = (f'<elasticity young="{m.youngs_modulus:.6g}" poisson="{m.poisson_ratio:.4g}" '
-                   f'thickness="{m.thickness:.6g}" damping="{beta:.6g}"/>')
-        pin = ""
+        children = {"elasticity": {"young": m.youngs_modulus, "poisson": m.poisson_ratio, "thickness": m.thickness,
+                                   "damping": beta}, "contact": contact, "edge": {"equality": "false"}}
         if pin_top:  # a flag: the top edge is held fixed
-            top = np.where(verts[:, 2] > verts[:, 2].max() - 0.02 * size)[0]
-            pin = f'\n      <pin id="{_fmt(top)}"/>'
-        xml = (f'    <flexcomp name="part" type="mesh" file="part.obj" dim="2" mass="{mass:.6g}" '
-               f'radius="{radius:.4g}">\n      {elastic}\n      {contact}\n'
-               f'      <edge equality="false"/>{pin}\n    </flexcomp>')
-    else:
-        if not mesh.is_watertight:
-            raise ConfigError(f"part '{part.name}' is {m.name} ({behavior}) but its mesh is not closed; "
-                              "a soft body needs a watertight mesh")
-        mass = m.density * float(mesh.volume)
-        origin = _interior_point(verts, part.faces)
-        # MuJoCo's flex yield is a von Mises yield *strain*: yield stress / E
-        yield_attr = f' yield="{m.yield_stress / m.youngs_modulus:.6g}"' if behavior == "elastoplastic" else ""
-        elastic = (f'<elasticity young="{m.youngs_modulus:.6g}" poisson="{min(m.poisson_ratio, 0.49):.4g}" '
-                   f'damping="{beta:.6g}"{yield_attr}/>')
-        if _star_shaped(verts, part.faces, origin, size):
-            xml = (f'    <flexcomp name="part" type="mesh" file="part.obj" dim="3" mass="{mass:.6g}" '
-                   f'radius="{radius:.4g}" origin="{_fmt(origin)}">\n      {elastic}\n      {contact}\n'
-                   f'      <edge equality="false"/>\n    </flexcomp>')
-        else:
-            # tetrahedra from the surface to one interior point would invert (MuJoCo drops them and the
-            # surface no longer matches): simulate a tetrahedral cage and carry the surface on it instead
-            from kinemesh.synth.tetra import build_cage
+            children["pin"] = {"id": np.where(verts[:, 2] > verts[:, 2].max() - 0.02 * size)[0]}
+        attrs = {"type": "mesh", "file": "part.obj", "dim": 2, "mass": m.density * m.thickness * float(mesh.area),
+                 "radius": radius}
+        return flexcomp_spec("part", attrs, children, files), layout
+    if not mesh.is_watertight:
+        raise ConfigError(f"part '{part.name}' is {m.name} ({behavior}) but its mesh is not closed; "
+                          "a soft body needs a watertight mesh")
+    origin = _interior_point(verts, part.faces)
+    elastic = {"young": m.youngs_modulus, "poisson": min(m.poisson_ratio, 0.49), "damping": beta}
+    if behavior == "elastoplastic":  # MuJoCo's flex yield is a von Mises yield *strain*: yield stress / E
+        elastic["yield"] = m.yield_stress / m.youngs_modulus
+    children = {"elasticity": elastic, "contact": contact, "edge": {"equality": "false"}}
+    attrs = {"dim": 3, "mass": m.density * float(mesh.volume), "radius": radius}
+    if _star_shaped(verts, part.faces, origin, size):
+        return flexcomp_spec("part", {"type": "mesh", "file": "part.obj", **attrs, "origin": origin}, children,
+                             files), layout
+    # tetrahedra from the surface to one interior point would invert (MuJoCo drops them and the surface no
+    # longer matches): simulate a tetrahedral cage and carry the surface on it instead
+    from kinemesh.synth.tetra import build_cage
 
-            cage = build_cage(mesh, resolution=CAGE_RESOLUTION)
-            del files["part.obj"]
-            xml = (f'    <flexcomp name="part" type="direct" dim="3" mass="{mass:.6g}" radius="{radius:.4g}"\n'
-                   f'              point="{_fmt(cage.nodes)}"\n              element="{_fmt(cage.tets)}">\n'
-                   f'      {elastic}\n      {contact}\n      <edge equality="false"/>\n    </flexcomp>')
-            return xml, {"mode": "flex", "parts": [part.name], "rest_world": verts, "cage": cage}
-    return xml, {"mode": "flex", "parts": [part.name], "rest_world": verts}
+    cage = build_cage(mesh, resolution=CAGE_RESOLUTION)
+    del files["part.obj"]
+    spec = flexcomp_spec("part", {"type": "direct", **attrs, "point": cage.nodes, "element": cage.tets}, children)
+    return spec, {**layout, "cage": cage}
 
 
 def _star_shaped(vertices: np.ndarray, faces: np.ndarray, origin: np.ndarray, size: float) -> bool:
@@ -472,16 +430,11 @@ def _simulate_once(obj, assignment, cfg: CaseConfig, progress: bool) -> PhysicsR
     import mujoco
     from kinemesh.progress import tqdm
 
-    xml, files, layout = build_scene(obj, assignment, cfg)
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, blob in files.items():
-            (Path(tmp) / name).write_bytes(blob)
-        scene = Path(tmp) / "scene.xml"
-        scene.write_text(xml)
-        try:
-            model = mujoco.MjModel.from_xml_path(str(scene))
-        except ValueError as exc:
-            raise ConfigError(f"{obj.name}: MuJoCo rejected the scene: {str(exc).splitlines()[0]}") from None
+    spec, files, layout = build_scene(obj, assignment, cfg)
+    try:
+        model = spec.compile()
+    except ValueError as exc:
+        raise ConfigError(f"{obj.name}: MuJoCo rejected the scene: {str(exc).splitlines()[0]}") from None
     data = mujoco.MjData(model)
     mujoco.mj_forward(model, data)
     rec = _Recorder(model, data, obj, layout)
@@ -601,7 +554,7 @@ def _simulate_once(obj, assignment, cfg: CaseConfig, progress: bool) -> PhysicsR
     }
     seq = KinematicSequence(frames_arr[0], faces, frames_arr, np.arange(len(frames_arr)) / cfg.fps, part_ids, meta)
     seq.validate(f"{obj.name} ({cfg.case})")
-    return PhysicsResult(seq, report, xml, files)
+    return PhysicsResult(seq, report, spec.to_xml())
 
 
 def _kabsch_residual(x: np.ndarray, rest: np.ndarray) -> float:

@@ -12,7 +12,8 @@ import numpy as np
 
 from kinemesh.data.sequence import KinematicSequence
 from kinemesh.errors import ConfigError
-from kinemesh.synth.flexsim import FlexRun, fmt, run_with_retries
+from kinemesh.synth.flexsim import FlexRun, run_with_retries
+from kinemesh.synth.mjcf import add_floor, flexcomp_spec, new_spec
 
 SCENES = ("flag", "tablecloth", "curtain", "towel")
 
@@ -79,7 +80,7 @@ def simulate_cloth(
     bend = "both" if rng.random() < 0.2 else "stretch"
     friction = float(u(0.3, 1.0))
     cond: dict = {"scene": scene}
-    obstacles = ""
+    obstacles: list[dict] = []  # geom attributes (MjSpec) of the scene's fixed obstacles
     pins = np.zeros(0, int)
     force_fn = None
     idx = np.arange(nx * ny).reshape(nx, ny)
@@ -92,8 +93,8 @@ def simulate_cloth(
         accel = float(u(8, 25))
         freq = float(u(0.5, 2.5))
         cond.update(wind_direction=wdir.tolist(), wind_accel=accel, gust_frequency_hz=freq)
-        pole = f'<geom type="cylinder" size="0.01 {0.6 + H / 2:.3f}" pos="-0.015 0 {0.6 + H / 2:.3f}" contype="0" conaffinity="0"/>'
-        obstacles = pole
+        obstacles = [{"type": "cylinder", "size": [0.01, 0.6 + H / 2, 0], "pos": [-0.015, 0, 0.6 + H / 2],
+                      "contype": 0, "conaffinity": 0}]  # the pole
 
         def force_fn(t, x, n, node_mass):
             g = 0.65 + 0.35 * np.sin(2 * np.pi * freq * t) + 0.1 * np.sin(2 * np.pi * 3.1 * freq * t)
@@ -105,11 +106,11 @@ def simulate_cloth(
         v = v - [W / 2, H / 2, 0] + [float(u(-0.08, 0.08)), float(u(-0.08, 0.08)), top + float(u(0.02, 0.15))]
         if rng.random() < 0.5:
             hx, hy = float(u(0.1, 0.25)), float(u(0.1, 0.25))
-            obstacles = f'<geom type="box" size="{hx:.3f} {hy:.3f} {top / 2:.3f}" pos="0 0 {top / 2:.3f}"/>'
+            obstacles = [{"type": "box", "size": [hx, hy, top / 2], "pos": [0, 0, top / 2]}]
             cond.update(table="box", table_half_extents=[hx, hy, top / 2])
         else:
             r = float(u(0.1, 0.22))
-            obstacles = f'<geom type="sphere" size="{r:.3f}" pos="0 0 {top - r:.3f}"/>'
+            obstacles = [{"type": "sphere", "size": [r, 0, 0], "pos": [0, 0, top - r]}]
             cond.update(table="sphere", table_radius=r, table_center=[0, 0, top - r])
         cond["drop_height"] = float(v[:, 2].max() - top)
     elif scene == "curtain":
@@ -140,27 +141,25 @@ def simulate_cloth(
         v = v - [W / 2, 0, 0] + [0, 0, 1.0]
         pins = np.array([idx[0, -1], idx[-1, -1]])
         cond.update(pinned_corners=pins.tolist(), initial="horizontal")
-    pin_xml = f'<pin id="{" ".join(map(str, pins))}"/>' if len(pins) else ""
     rest = v.copy()
     size = float(max(W, H))
     spacing = min(W / (nx - 1), H / (ny - 1))
     node_mass = mass / len(v)
 
-    def make_xml(dt: float) -> str:
-        return f"""<mujoco model="cloth">
-  <compiler angle="radian"/>
-  <option timestep="{dt:g}" integrator="discrete" gravity="0 0 -9.81"/>
-  <worldbody>
-    <geom name="floor" type="plane" size="10 10 0.1" friction="{friction:.3g} 0.005 0.0001"/>
-    {obstacles}
-    <flexcomp name="cloth" type="direct" dim="2" dof="full" radius="{0.15 * spacing:.4g}" mass="{mass:.5g}"
-              point="{fmt(v)}" element="{fmt(faces)}">
-      <elasticity young="{E:.6g}" poisson="0.3" thickness="{thick:g}" damping="{damp:.4g}" elastic2d="{bend}"/>
-      <contact selfcollide="none" condim="3" friction="{friction:.3g}"/>
-      {pin_xml}
-    </flexcomp>
-  </worldbody>
-</mujoco>"""
+    children = {"elasticity": {"young": E, "poisson": 0.3, "thickness": thick, "damping": damp, "elastic2d": bend},
+                "contact": {"selfcollide": "none", "condim": 3, "friction": friction}}
+    if len(pins):
+        children["pin"] = {"id": pins}
+
+    def make_spec(dt: float):
+        import mujoco
+
+        spec = flexcomp_spec("cloth", {"type": "direct", "dim": 2, "dof": "full", "radius": 0.15 * spacing,
+                                       "mass": mass, "point": v, "element": faces}, children)
+        add_floor(new_spec("cloth", dt, "discrete", spec=spec), 10.0, friction=[friction, 0.005, 0.0001])
+        for g in obstacles:
+            spec.worldbody.add_geom(**{**g, "type": getattr(mujoco.mjtGeom, f"mjGEOM_{g['type'].upper()}")})
+        return spec
 
     def controller(model, data, t, vert_body):
         if force_fn is None:
@@ -173,7 +172,7 @@ def simulate_cloth(
         movable = b > 0
         np.add.at(data.xfrc_applied, (b[movable], slice(0, 3)), f[movable])
 
-    run = FlexRun(make_xml, duration, n_frames, controller, size=size)
+    run = FlexRun(make_spec, duration, n_frames, controller, size=size)
     frames, times, dt_used = run_with_retries(run, timestep, retries=2)
     stretch = max_edge_stretch(rest, frames, faces)
     meta = {

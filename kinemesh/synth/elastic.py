@@ -15,7 +15,8 @@ import trimesh
 
 from kinemesh.data.sequence import KinematicSequence
 from kinemesh.synth import shapes as S
-from kinemesh.synth.flexsim import FlexRun, fmt, run_with_retries
+from kinemesh.synth.flexsim import FlexRun, run_with_retries
+from kinemesh.synth.mjcf import add_floor, flexcomp_spec, new_spec
 from kinemesh.synth.tetra import build_cage
 
 SHAPES = ("beam", "stem", "blob", "torus", "toy")
@@ -221,24 +222,18 @@ def _simulate(shape, mesh, cage, action, E, nu, damp, density, rng, strength, du
             h = np.clip((x[:, 2] - zmin) / max(np.ptp(nodes[:, 2]), 1e-6), 0, 1)  # stronger higher up
             return allnodes, (wdir * accel * node_mass * g)[None] * (0.3 + h[:, None])
 
-    pin_xml = f'<pin id="{" ".join(map(str, pins))}"/>' if len(pins) else ""
     radius = 0.15 * float(np.min(np.linalg.norm(nodes[cage.tets[:, 1]] - nodes[cage.tets[:, 0]], axis=1)))
     friction = float(rng.uniform(0.4, 1.0))
+    children = {"elasticity": {"young": E, "poisson": nu, "damping": damp},
+                "contact": {"selfcollide": "none", "condim": 3, "solref": [0.005, 1]}}
+    if len(pins):
+        children["pin"] = {"id": pins}
 
-    def make_xml(dt: float) -> str:
-        return f"""<mujoco model="soft">
-  <compiler angle="radian"/>
-  <option timestep="{dt:g}" integrator="discrete" gravity="0 0 -9.81"/>
-  <worldbody>
-    <geom name="floor" type="plane" size="10 10 0.1" friction="{friction:.3g} 0.005 0.0001"/>
-    <flexcomp name="soft" type="direct" dim="3" dof="full" radius="{radius:.5g}" mass="{mass:.6g}"
-              point="{fmt(nodes)}" element="{fmt(cage.tets)}">
-      <elasticity young="{E:.6g}" poisson="{nu:.4g}" damping="{damp:.4g}"/>
-      <contact selfcollide="none" condim="3" solref="0.005 1"/>
-      {pin_xml}
-    </flexcomp>
-  </worldbody>
-</mujoco>"""
+    def make_spec(dt: float):
+        spec = flexcomp_spec("soft", {"type": "direct", "dim": 3, "dof": "full", "radius": radius, "mass": mass,
+                                      "point": nodes, "element": cage.tets}, children)
+        add_floor(new_spec("soft", dt, "discrete", spec=spec), 10.0, friction=[friction, 0.005, 0.0001])
+        return spec
 
     def controller(model, data, t, vert_body):
         if t == 0.0 and init_vel is not None:
@@ -253,7 +248,7 @@ def _simulate(shape, mesh, cage, action, E, nu, damp, density, rng, strength, du
         movable = b > 0
         np.add.at(data.xfrc_applied, (b[movable], slice(0, 3)), f[movable])
 
-    run = FlexRun(make_xml, duration, n_frames, controller, size=size, tets=cage.tets)
+    run = FlexRun(make_spec, duration, n_frames, controller, size=size, tets=cage.tets)
     node_frames, times, dt_used = run_with_retries(run, timestep, retries=1)
     frames = cage.surface(node_frames).astype(np.float32)
     meta = {

@@ -1,6 +1,6 @@
-"""Shared MuJoCo flex machinery for soft bodies (dim=3) and cloth (dim=2): XML, stepping, divergence checks.
+"""Shared MuJoCo flex machinery for soft bodies (dim=3) and cloth (dim=2): stepping, divergence checks.
 
-Flex elasticity in MuJoCo 4 needs ``integrator="discrete"`` (DESIGN.md). A run counts as diverged when MuJoCo
+Flex elasticity in MuJoCo 4 needs ``integrator="discrete"``. A run counts as diverged when MuJoCo
 raises ``mjWARN_BADQACC`` (it silently resets the state then), a position becomes non-finite, or the nodes fly
 further than ``explode_factor`` object sizes from their start; diverged runs are retried with a smaller step by
 ``run_with_retries`` and never returned.
@@ -16,16 +16,12 @@ import numpy as np
 from kinemesh.errors import SimulationDivergedError
 
 
-def fmt(a) -> str:
-    return " ".join(f"{float(x):.6g}" for x in np.ravel(a))
-
-
 @dataclass
 class FlexRun:
-    """What a flex simulation needs: the XML builder (called with the timestep), the per-step force callback,
+    """What a flex simulation needs: the scene builder (called with the timestep), the per-step force callback,
     the number of recorded frames and the duration."""
 
-    make_xml: Callable[[float], str]
+    make_spec: Callable[[float], object]  # timestep (s) -> the scene's mujoco.MjSpec (kinemesh.synth.mjcf)
     duration: float  # seconds
     n_frames: int
     controller: Callable | None = None  # controller(model, data, t, vert_body) sets data.xfrc_applied
@@ -60,7 +56,7 @@ def simulate_flex(run: FlexRun, timestep: float) -> tuple[np.ndarray, np.ndarray
 
 
 def _simulate_flex(run: FlexRun, timestep: float, mujoco) -> tuple[np.ndarray, np.ndarray]:
-    model = mujoco.MjModel.from_xml_string(run.make_xml(timestep))
+    model = run.make_spec(timestep).compile()
     data = mujoco.MjData(model)
     mujoco.mj_forward(model, data)
     vert_body = np.asarray(model.flex_vertbodyid).copy()
