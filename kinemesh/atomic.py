@@ -94,8 +94,8 @@ def remove_stale(folder: str | os.PathLike) -> list[Path]:
 
 def safe_names(names, identifier: bool = False) -> dict[str, str]:
     """Map every name (part, link, group) to a distinct, safe file stem: characters outside
-    ``[A-Za-z0-9_.-]`` become ``_``, leading dots are dropped (no ``..``, no hidden files), empty names become
-    ``part``, at most 100 characters; names that collide after this (case-insensitively, for case-insensitive
+    ``[A-Za-z0-9_.-]`` and runs of dots become one ``_``, leading/trailing dots and ``_`` are dropped (no
+    ``..``, no hidden files), empty names become ``part``, at most 100 characters; names that collide after this (case-insensitively, for case-insensitive
     file systems) get ``_2``, ``_3``, ... So ``../../tmp/x/victim`` or ``/etc/passwd`` can never leave the
     folder a writer puts ``<stem>.obj`` in. ``identifier``: ``[A-Za-z0-9_]`` only, not starting with a digit
     (USD prim names). Returns {name: stem} in input order."""
@@ -104,7 +104,8 @@ def safe_names(names, identifier: bool = False) -> dict[str, str]:
     for name in names:
         if name in out:
             continue
-        stem = re.sub(r"[^A-Za-z0-9_]" if identifier else r"[^A-Za-z0-9_.-]", "_", str(name)).lstrip(".")[:100]
+        stem = re.sub(r"[^A-Za-z0-9_]" if identifier else r"[^A-Za-z0-9_.-]", "_", str(name))
+        stem = re.sub(r"_+", "_", re.sub(r"\.\.+", "_", stem)).strip("._")[:100]
         stem = "_" + stem if identifier and stem[:1].isdigit() else stem or "part"
         cand, k = stem, 2
         while cand.lower() in used:

@@ -18,7 +18,7 @@ def test_info_articulated_folder(tmp_path, capsys):
     assert main(["info", str(folder)]) == 0
     out = capsys.readouterr().out
     assert "5 parts, 4 joints (4 movable)" in out
-    assert "joint door_hinge: revolute link_3 -> link_0, axis [0.0, 0.0, 1.0], origin [-1.0, -1.0, 0.0]" in out
+    assert "joint door_hinge: revolute link_3 -> link_0, axis [-0.0, 0.0, 1.0], origin [-1.0, -1.0, -0.0]" in out
     assert "[0.0, 90.0] deg" in out and "limits [-0.4000, -0.1000] m" in out
 
 

@@ -125,6 +125,8 @@ class ArticulatedObject:
 
     def __post_init__(self) -> None:
         names = [p.name for p in self.parts]
+        if not all(names):
+            raise KinemeshError(f"{self.name}: a part has an empty name")
         if len(set(names)) != len(names):
             raise KinemeshError(f"{self.name}: duplicate part names")
         known = set(names)
