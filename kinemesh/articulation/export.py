@@ -42,8 +42,9 @@ def write_urdf(obj: ArticulatedObject, folder: str | os.PathLike, name: str = "o
 
 def collision_free_limits(obj: ArticulatedObject, steps: int = 24) -> list[str]:
     """Make every revolute/prismatic joint's limits usable as they are, in place: widened to contain the rest
-    pose (``Joint.rest_limits``), then cut where the moving subtree, swept from the rest pose towards each
-    limit in ``steps`` poses, enters the rest of the object (the collision test of
+    pose (``Joint.rest_limits``), then the closing side (the smaller excursion from rest; the opening side is
+    the prediction's) cut where the moving subtree, swept from the rest pose towards it in ``steps`` poses,
+    enters the rest of the object (the collision test of
     :mod:`kinemesh.articulation.validity`, GEOPARD's simulator filter): a door then cannot close through its
     carcass in a simulator that excludes parent-child contacts. Returns one message per changed joint."""
     from kinemesh.articulation.validity import OccupancyGrid, moving_groups
@@ -56,13 +57,14 @@ def collision_free_limits(obj: ArticulatedObject, steps: int = 24) -> list[str]:
         pts = np.concatenate(pts)
         base = float(grid.inside(pts, groups[j.child]).mean())
         lims = list(j.rest_limits())
-        for k, end in enumerate(lims):
-            vals = end * np.linspace(1.0 / steps, 1.0, steps)
+        k = int(abs(lims[0]) < abs(lims[1])) ^ 1  # the closing side: the smaller excursion (the opening one stays)
+        if lims[k] != 0.0:
+            vals = lims[k] * np.linspace(1.0 / steps, 1.0, steps)
             T = np.stack([j.motion(v) for v in vals])
             P = np.einsum("sij,nj->sni", T[:, :3, :3], pts) + T[:, None, :3, 3]
             frac = grid.inside(P.reshape(-1, 3), groups[j.child]).reshape(steps, -1).mean(1) - base
             bad = np.flatnonzero(frac > grid.config.collision_fraction)
-            if end != 0 and len(bad):
+            if len(bad):
                 lims[k] = float(vals[bad[0] - 1]) if bad[0] > 0 else 0.0
         if tuple(lims) != j.limits:
             notes.append(f"joint '{j.name}': limits {np.round(j.limits, 4).tolist()} -> "

@@ -4,8 +4,9 @@
 * :mod:`kinemesh.data.articulated` - ``Part``, ``Joint``, ``ArticulatedObject`` (forward kinematics).
 * :mod:`kinemesh.data.loaders` - ``load_mesh``, ``load_sequence`` (npz / mesh-frame folder / ``.anime`` /
   PartNet-Mobility folder / URDF), ``load_anime``, ``load_mesh_folder``.
-* :mod:`kinemesh.data.partnet` - ``load_articulated`` (Z up), ``write_partnet_folder`` (Y-up files).
-* :mod:`kinemesh.data.urdf` - the safe URDF reader used by ``partnet``.
+* :mod:`kinemesh.data.partnet` - ``load_articulated`` (the URDF's world frame, Z up), ``write_partnet_folder``.
+* :mod:`kinemesh.data.urdf` - URDF read (yourdfpy behind our safety checks) and written (``write_urdf``).
+* :mod:`kinemesh.data.usd` - USD export: UsdPhysics articulations and time-sampled sequences (usd-core).
 * :mod:`kinemesh.data.exporters` - ``export_glb`` (morph-target animation), ``export_obj_sequence``,
   ``export_npz``, ``export_anime``, ``export_obj``.
 * :mod:`kinemesh.data.manifest` - ``read_manifest``, ``write_manifest``, ``assign_splits``, ``entry_for``.
