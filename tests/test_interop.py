@@ -77,13 +77,21 @@ def test_obj_group_names_cannot_write_outside_out(tmp_path):
         lines += [f"g {name}"] + [f"v {a} {b} {c}" for a, b, c in v] + [f"f {a + off + 1} {b + off + 1} {c + off + 1}" for a, b, c in f]
         off += len(v)
     (tmp_path / "two.obj").write_text("\n".join(lines) + "\n")
+    import importlib.util
+
+    usd = importlib.util.find_spec("pxr") is not None
     assert main(["articulate", str(tmp_path / "two.obj"), "--out", str(tmp_path / "out"), "--no-render",
-                 "--no-validity"]) == 0
+                 "--no-validity"] + (["--usd"] if usd else [])) == 0
     assert not Path("/tmp/kinemesh_victim").exists()
     files = {p.relative_to(tmp_path / "out").as_posix() for p in (tmp_path / "out").rglob("*") if p.is_file()}
     assert {"meshes/tmp_kinemesh_victim_victim.obj", "meshes/door_x_a.obj"} <= files
     root = ET.parse(tmp_path / "out" / "object.urdf").getroot()
     assert INJECTION in {link.get("name") for link in root.iter("link")}
+    if usd:  # the USD names the injected part by its sanitised prim name and keeps the original as data
+        from pxr import Usd
+
+        stage = Usd.Stage.Open(str(tmp_path / "out" / "object.usda"))
+        assert INJECTION in {p.GetAttribute("kinemesh:name").Get() for p in stage.Traverse()}
 
 
 def test_mjcf_starts_at_rest_inside_widened_limits():

@@ -32,7 +32,7 @@ def _pxr():
     try:
         from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, Vt
     except ImportError:
-        raise MissingDependencyError("usd-core", "USD export (pip install 'kinemesh[usd]')") from None
+        raise MissingDependencyError("usd-core", "USD export", extra="usd") from None
     return Gf, Sdf, Usd, UsdGeom, UsdPhysics, Vt
 
 
