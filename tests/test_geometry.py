@@ -256,6 +256,28 @@ def test_kabsch_and_local_rigid_transforms_recover_rigid_motion():
     assert np.linalg.det(Rk) == pytest.approx(1.0)
 
 
+def test_kabsch_weights_batch_and_matrix_recover_known_motion():
+    rng = np.random.default_rng(3)
+    src = rng.normal(size=(30, 3))
+    Rt = Rotation.from_rotvec([0.3, -1.1, 0.7]).as_matrix()
+    tt = np.array([0.5, -2.0, 0.25])
+    dst = src @ Rt.T + tt
+    dst[:5] += rng.normal(size=(5, 3))  # outliers: zero weight must ignore them exactly
+    w = np.r_[np.zeros(5), rng.uniform(0.5, 2.0, 25)]
+    R, t = procrustes.kabsch(src, dst, weights=w)
+    np.testing.assert_allclose(R, Rt, atol=1e-12)
+    np.testing.assert_allclose(t, tt, atol=1e-12)
+    assert np.abs(procrustes.kabsch(src, dst)[0] - Rt).max() > 1e-3  # unweighted: the outliers pull it off
+    # a rest (k, 3) against frames (T, k, 3), as homogeneous transforms
+    Rs = Rotation.random(4, random_state=5).as_matrix()
+    frames = np.einsum("tij,kj->tki", Rs, src) + tt
+    T = procrustes.kabsch_matrix(src, frames)
+    assert T.shape == (4, 4, 4)
+    np.testing.assert_allclose(T[:, :3, :3], Rs, atol=1e-12)
+    np.testing.assert_allclose(T[:, :3, 3], np.broadcast_to(tt, (4, 3)), atol=1e-12)
+    np.testing.assert_array_equal(T[:, 3], np.broadcast_to([0, 0, 0, 1.0], (4, 4)))
+
+
 def test_local_rigid_transforms_two_parts():
     rng = np.random.default_rng(1)
     a = rng.random((50, 3))

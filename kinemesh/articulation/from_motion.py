@@ -25,6 +25,7 @@ import numpy as np
 
 from kinemesh.data.articulated import axis_angle_matrix
 from kinemesh.errors import KinemeshError
+from kinemesh.geometry.procrustes import kabsch_matrix
 
 
 @dataclass
@@ -52,19 +53,6 @@ class MotionFit:
 
 
 # ---------------------------------------------------------------------------------------------- rigid fits
-def kabsch(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """Rigid transform (4, 4) minimising sum |R src + t - dst|^2 over corresponding points (n, 3)."""
-    cs, cd = src.mean(0), dst.mean(0)
-    H = (src - cs).T @ (dst - cd)
-    U, _, Vt = np.linalg.svd(H)
-    D = np.diag([1.0, 1.0, np.sign(np.linalg.det(Vt.T @ U.T))])
-    R = Vt.T @ D @ U.T
-    T = np.eye(4)
-    T[:3, :3] = R
-    T[:3, 3] = cd - R @ cs
-    return T
-
-
 def rotation_vector(R: np.ndarray) -> np.ndarray:
     """Axis * angle (3,) of a rotation matrix (angle in [0, pi])."""
     from scipy.spatial.transform import Rotation
@@ -176,7 +164,7 @@ def fit_parts(rest: dict[str, np.ndarray], frames: dict[str, np.ndarray]) -> lis
     if len(names) < 2:
         raise KinemeshError(f"observed motion has {len(names)} part(s) with points; need at least two")
     size = float(np.max(np.ptp(np.concatenate([rest[n] for n in names]), axis=0)))
-    world = {n: np.stack([kabsch(rest[n], f) for f in frames[n]]) for n in names}
+    world = {n: kabsch_matrix(rest[n], frames[n]) for n in names}
     motion = {n: float(np.mean([np.linalg.norm(_apply(T, rest[n]) - rest[n], axis=1).mean() for T in world[n]]))
               for n in names}
     root = min(names, key=lambda n: (motion[n], -len(rest[n])))
@@ -300,7 +288,7 @@ def fit_from_clouds(part_points: np.ndarray, rest_points: np.ndarray, clouds: li
         for _ in range(icp_iters):
             moved = _apply(T, sub)
             _, idx = tree.query(moved, k=1)
-            T = kabsch(sub, tree.data[idx])
+            T = kabsch_matrix(sub, tree.data[idx])
         rel.append(T)
     fit = fit_joint(np.stack(rel), sub, name, size, refine=True, force_type=c.type)
     fit.info["candidate"] = {"type": c.type, "axis": c.axis.tolist(), "origin": c.origin.tolist(),
