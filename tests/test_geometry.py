@@ -26,6 +26,10 @@ def test_normalization_centres_and_scales_longest_side_to_one():
     assert t.dtype == torch.float32
     np.testing.assert_allclose(t.numpy(), out, atol=1e-6)
     np.testing.assert_allclose(normalize.invert(out, center, scale), v, atol=1e-12)
+    # the renderer's option: same centre, the box diagonal (4, 1, 1) -> 1
+    c_d, s_d = normalize.normalization(v, size="diagonal")
+    np.testing.assert_allclose(c_d, center)
+    assert s_d == pytest.approx(1.0 / np.sqrt(18.0))
 
 
 def test_normalization_rejects_degenerate_input():
@@ -33,6 +37,8 @@ def test_normalization_rejects_degenerate_input():
         normalize.normalization(np.zeros((4, 3)))
     with pytest.raises(ConfigError):
         normalize.normalization(np.array([[0.0, 0.0, np.nan], [1.0, 1.0, 1.0]]))
+    with pytest.raises(ConfigError, match="size"):
+        normalize.normalization(np.eye(3), size="volume")
 
 
 # ------------------------------------------------------------------------------------------------- sampling

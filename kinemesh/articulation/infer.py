@@ -50,7 +50,7 @@ class PartPrediction:
     info: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        """The part entry of the articulation JSON (DESIGN.md)."""
+        """The part entry of ``articulation.json`` (README, "articulate")."""
         return {"name": self.name, "type": self.type, "axis": [round(float(a), 6) for a in self.axis],
                 "origin": [round(float(o), 6) for o in self.origin],
                 "limits": None if self.limits is None else [round(float(x), 6) for x in self.limits],

@@ -57,13 +57,6 @@ class PredictorConfig:
 
 
 # ---------------------------------------------------------------------------------------------- features
-def object_normalization(parts_vertices: list[np.ndarray]) -> tuple[np.ndarray, float]:
-    """(center (3,), scale) mapping the object's bounding box to longest side 1 (DESIGN.md normalization)."""
-    from kinemesh.geometry.normalize import normalization
-
-    return normalization(np.concatenate([v for v in parts_vertices if len(v)]))
-
-
 def part_features(parts: list[tuple[np.ndarray, np.ndarray]], index: int, rng: np.random.Generator,
                   config: PredictorConfig, name: str = "part") -> tuple[np.ndarray, np.ndarray, PartBox, tuple]:
     """Network inputs of part ``index`` among ``parts`` [(vertices (n,3) m, faces (m,3))].
@@ -71,9 +64,10 @@ def part_features(parts: list[tuple[np.ndarray, np.ndarray]], index: int, rng: n
     Returns ``points`` (n_part + n_shape, 4) float32, ``box_feat`` (BOX_FEATURES,) float32, the part's box
     in normalized units and the normalization ``(center, scale)``.
     """
+    from kinemesh.geometry.normalize import normalization
     from kinemesh.geometry.sampling import sample_surface
 
-    center, scale = object_normalization([v for v, _ in parts])
+    center, scale = normalization(np.concatenate([v for v, _ in parts if len(v)]))
     norm = [((v - center) * scale, f) for v, f in parts]
     v, f = norm[index]
     box = part_box(v, name)
