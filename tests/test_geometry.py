@@ -311,3 +311,25 @@ def test_transfer_and_barycentric_work_under_forward_mode_jvp():
     s0 = torch.tensor(1.5, dtype=torch.float64)
     out, jv = torch.func.jvp(f, (s0,), (torch.tensor(1.0, dtype=torch.float64),))
     torch.testing.assert_close(jv, out / 1.5, atol=1e-12, rtol=0)
+
+
+# ------------------------------------------------------------------------------------------------- validity
+def test_inside_mesh_depth_and_rigid_groups():
+    import trimesh
+
+    from kinemesh.data.articulated import ArticulatedObject, Joint, Part
+    from kinemesh.geometry.validity import inside_mesh, rigid_groups
+
+    box = trimesh.creation.box(extents=(2.0, 2.0, 2.0))  # [-1, 1]^3
+    pts = np.array([[0.0, 0, 0], [0.95, 0, 0], [0.999, 0, 0], [1.5, 0, 0], [0, 0, -3.0]])
+    np.testing.assert_array_equal(inside_mesh(box, pts), [True, True, True, False, False])
+    np.testing.assert_array_equal(inside_mesh(box, pts, tolerance=0.01), [True, True, False, False, False])
+    # welded parts share the group of the topmost part reached through fixed joints, also below a hinge
+    v, f = np.asarray(box.vertices), np.asarray(box.faces)
+    parts = [Part(n, v + [3.0 * i, 0, 0], f) for i, n in enumerate(("body", "plate", "door", "handle", "knob"))]
+    joints = [Joint("j0", "fixed", "body", "plate", (0, 0, 1), (0, 0, 0)),
+              Joint("j1", "revolute", "plate", "door", (0, 0, 1), (1, 1, 0), (0.0, 1.0)),
+              Joint("j2", "fixed", "door", "handle", (0, 0, 1), (0, 0, 0)),
+              Joint("j3", "fixed", "handle", "knob", (0, 0, 1), (0, 0, 0))]
+    assert rigid_groups(ArticulatedObject(parts, joints)) == {"body": "body", "plate": "body", "door": "door",
+                                                              "handle": "door", "knob": "door"}

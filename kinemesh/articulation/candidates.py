@@ -207,3 +207,22 @@ def check_part_geometry(vertices: np.ndarray, faces: np.ndarray, name: str) -> N
         raise KinemeshError(f"part '{name}' has no geometry (no faces)")
     if face_areas(vertices, faces).sum() <= 0:
         raise KinemeshError(f"part '{name}' is degenerate: zero surface area")
+
+
+def label_valid_candidates(obj, parts: list[str] | None = None, config=None, grid=None) -> dict[str, list[Candidate]]:
+    """Valid-candidate labels of an :class:`ArticulatedObject` (GEOPARD self-supervision): part name -> its 60
+    candidates with ``valid`` set (:func:`kinemesh.geometry.validity.check_candidates`; ``config`` a
+    ``ValidityConfig``, ``grid`` an ``OccupancyGrid`` to reuse). The moving set of a part is its subtree in
+    ``obj``'s joint tree (for an unannotated object built by :mod:`kinemesh.articulation.parts` every part
+    hangs off the root, so it is the part alone)."""
+    from kinemesh.geometry.validity import OccupancyGrid, check_candidates, moving_groups
+
+    grid = grid or OccupancyGrid(obj, config)
+    groups = moving_groups(obj)
+    out = {}
+    for name in parts or [p.name for p in obj.parts if p.name != obj.root]:
+        part = obj.part(name)
+        if len(part.vertices) == 0:
+            continue
+        out[name] = check_candidates(grid, groups[name], candidate_motions(part_box(part.vertices, name)))
+    return out

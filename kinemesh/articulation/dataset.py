@@ -69,7 +69,7 @@ def part_samples(obj: ArticulatedObject, rng: np.random.Generator, config, with_
     joints = gt_joint_of(obj)
     labels = None
     if with_validity:
-        from kinemesh.articulation.validity import label_valid_candidates
+        from kinemesh.articulation.candidates import label_valid_candidates
         from kinemesh.geometry.normalize import normalization
 
         # labels on the normalized object so the boxes match the network's box frame

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kinemesh.data.articulated import axis_angle_matrix
+from kinemesh.data.articulated import axis_angle_matrix, joint_motion
 from kinemesh.errors import KinemeshError
 from kinemesh.geometry.procrustes import kabsch_matrix
 
@@ -62,17 +62,6 @@ def rotation_vector(R: np.ndarray) -> np.ndarray:
 
 def _apply(T: np.ndarray, p: np.ndarray) -> np.ndarray:
     return p @ T[:3, :3].T + T[:3, 3]
-
-
-def _joint_transform(type_: str, axis, origin, value: float) -> np.ndarray:
-    T = np.eye(4)
-    if type_ == "prismatic":
-        T[:3, 3] = axis * value
-    elif type_ == "revolute":
-        R = axis_angle_matrix(axis, value)
-        T[:3, :3] = R
-        T[:3, 3] = origin - R @ origin
-    return T
 
 
 def fit_joint(rel: np.ndarray, points: np.ndarray, name: str = "part", size: float | None = None,
@@ -114,7 +103,7 @@ def fit_joint(rel: np.ndarray, points: np.ndarray, name: str = "part", size: flo
         fit = MotionFit(name, "revolute", a, o, vals, 0.0)
     if refine:
         fit = _refine(fit, rel, points)
-    fit.residual = float(np.mean([np.linalg.norm(_apply(_joint_transform(fit.type, fit.axis, fit.origin, v), points)
+    fit.residual = float(np.mean([np.linalg.norm(_apply(joint_motion(fit.type, fit.axis, fit.origin, v), points)
                                                  - _apply(T, points), axis=1).mean() for v, T in zip(fit.values, rel)]))
     return fit
 
@@ -138,7 +127,7 @@ def _refine(fit: MotionFit, rel: np.ndarray, points: np.ndarray) -> MotionFit:
 
     def resid(x):
         a, o, vals = unpack(x)
-        return np.concatenate([(_apply(_joint_transform(fit.type, a, o, v), sub) - tg).ravel()
+        return np.concatenate([(_apply(joint_motion(fit.type, a, o, v), sub) - tg).ravel()
                                for v, tg in zip(vals, targets)])
 
     x0 = np.concatenate([np.zeros(4), fit.values])
@@ -266,7 +255,7 @@ def fit_from_clouds(part_points: np.ndarray, rest_points: np.ndarray, clouds: li
     for c in cands:
         L = np.pi if c.type == "revolute" else float(np.max(box.extents)) * 1.5
         vals = np.linspace(-L, L, n_values)
-        Ts = np.stack([_joint_transform(c.type, c.axis, c.origin, v) for v in vals])  # (V, 4, 4)
+        Ts = np.stack([joint_motion(c.type, c.axis, c.origin, v) for v in vals])  # (V, 4, 4)
         moved = np.swapaxes(np.matmul(Ts[:, :3, :3], sel.T), 1, 2) + Ts[:, None, :3, 3]  # (V, n, 3)
         total, chosen = 0.0, []
         for (tree, _), loose in zip(frames, loose_sub):
@@ -284,7 +273,7 @@ def fit_from_clouds(part_points: np.ndarray, rest_points: np.ndarray, clouds: li
     # ICP refinement of each frame's part pose against the cloud, from the selected candidate's pose
     rel = []
     for (tree, loose), v in zip(frames, vals):
-        T = _joint_transform(c.type, c.axis, c.origin, v)
+        T = joint_motion(c.type, c.axis, c.origin, v)
         for _ in range(icp_iters):
             moved = _apply(T, sub)
             _, idx = tree.query(moved, k=1)

@@ -95,7 +95,7 @@ def run(args) -> int:
         export.write_urdf(art, tmp)
         export.write_mjcf(art, tmp / "object.xml")
         if args.candidates:
-            from kinemesh.articulation.validity import label_valid_candidates
+            from kinemesh.articulation.candidates import label_valid_candidates
 
             labels = label_valid_candidates(art)
             export.write_json({name: [{"type": c.type, "axis": [round(float(x), 6) for x in c.axis],
