@@ -175,30 +175,6 @@ def candidate_motions(box: PartBox, prismatic_range: float | None = None) -> lis
     return out
 
 
-def nearest_candidate(box: PartBox, type_: str, axis, origin) -> tuple[int, float]:
-    """Index of the candidate closest to a joint (same type; smallest axis angle, then line distance) and
-    that axis angle in degrees. Used to turn ground-truth joints into classification targets."""
-    from kinemesh.geometry.metrics import axis_line_distance
-
-    axis = np.asarray(axis, float) / np.linalg.norm(axis)
-    cos = box.axes @ axis
-    k = int(np.argmax(np.abs(cos)))
-    sign = 1 if cos[k] >= 0 else -1
-    ang = float(np.degrees(np.arccos(min(1.0, abs(cos[k])))))
-    if type_ == "prismatic":
-        return candidate_index("prismatic", k, sign), ang
-    i, j = perpendicular_axes(k)
-    best, best_d = (0, 0), np.inf
-    for a in GRID:
-        for b in GRID:
-            rel = np.zeros(3)
-            rel[i], rel[j] = a, b
-            d = axis_line_distance(box.relative_point(rel), box.axes[k], origin, axis)
-            if d < best_d:
-                best, best_d = (a, b), d
-    return candidate_index("revolute", k, sign, best), ang
-
-
 def check_part_geometry(vertices: np.ndarray, faces: np.ndarray, name: str) -> None:
     """Raise KinemeshError naming the part if it has no faces or zero surface area."""
     from kinemesh.geometry.sampling import face_areas

@@ -183,18 +183,6 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
     return [preds[p.name] for p in parts if p.name in preds]
 
 
-def _subtree(parents: dict[str, str], name: str) -> list[str]:
-    kids: dict[str, list[str]] = {}
-    for c, p in parents.items():
-        kids.setdefault(p, []).append(c)
-    out, stack = [], [name]
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        stack.extend(kids.get(n, []))
-    return out
-
-
 def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
     """Simulator-filtered decoding (GEOPARD's simulator filter applied at inference). The network's
     alternatives of the predicted type (axis class x sign x its ``ORIGIN_CELLS`` most probable origin cells,
@@ -211,7 +199,7 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
     drawer often passes through the carcass mesh (PartNet-Mobility bodies are rarely cut out behind drawer
     fronts), so it must not overrule the type head."""
     from kinemesh.articulation.candidates import Candidate
-    from kinemesh.geometry.validity import OccupancyGrid, ValidityConfig, check_candidates
+    from kinemesh.geometry.validity import OccupancyGrid, ValidityConfig, check_candidates, subtree
 
     movable = [p for p in preds.values() if p.type != "fixed"]
     if not movable:
@@ -236,7 +224,7 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
             sweeps.append((prob, alt, True, Candidate(type_, axis, origin, (0.0, -s * reach), 0, 1)))
         if not sweeps:
             continue
-        check_candidates(grid, _subtree(parents, pr.name), [w[3] for w in sweeps])
+        check_candidates(grid, subtree(parents, pr.name), [w[3] for w in sweeps])
         sweeps.sort(key=lambda w: -w[0])  # stable: the network's own answer wins ties
         pr.info["validity"] = [dict(w[3].info, valid=w[3].valid, score=w[0], type=w[1][3], opposite=w[2])
                                for w in sweeps]
@@ -296,7 +284,7 @@ def _snap_to_contact(parts, parents, preds, grid, seed: int = 0) -> None:
     centroid, kept only when the moved sweep passes the same validity check as ``_choose_valid`` (in the
     predicted opening direction or the opposite one, limits mirrored then)."""
     from kinemesh.articulation.candidates import Candidate
-    from kinemesh.geometry.validity import check_candidates
+    from kinemesh.geometry.validity import check_candidates, subtree
 
     by = {p.name: p for p in parts}
     size = grid.size
@@ -313,7 +301,7 @@ def _snap_to_contact(parts, parents, preds, grid, seed: int = 0) -> None:
         s = 1.0 if abs(hi) >= abs(lo) else -1.0
         sweeps = [Candidate("revolute", pr.axis, new, (0.0, s * reach), 0, 1),
                   Candidate("revolute", pr.axis, new, (0.0, -s * reach), 0, 1)]
-        check_candidates(grid, _subtree(parents, pr.name), sweeps)
+        check_candidates(grid, subtree(parents, pr.name), sweeps)
         pr.info["contact_pivot"] = {"origin": new.tolist(), "valid": [c.valid for c in sweeps]}
         if not any(c.valid for c in sweeps):
             continue
@@ -331,7 +319,7 @@ def heuristic_articulate(obj: ArticulatedObject, seed: int = 0) -> list[PartPred
     lines, then the centre line.
     """
     from kinemesh.articulation.candidates import candidate_motions, part_box
-    from kinemesh.geometry.validity import OccupancyGrid, ValidityConfig, check_candidates
+    from kinemesh.geometry.validity import OccupancyGrid, ValidityConfig, check_candidates, subtree
 
     parts = geometric_parts(obj)
     root, parents, _ = part_tree(parts, seed=seed)
@@ -341,7 +329,7 @@ def heuristic_articulate(obj: ArticulatedObject, seed: int = 0) -> list[PartPred
         if p.name == root:
             continue
         box = part_box(p.vertices, p.name)
-        cands = check_candidates(grid, _subtree(parents, p.name), candidate_motions(box))
+        cands = check_candidates(grid, subtree(parents, p.name), candidate_motions(box))
         valid = [c for c in cands if c.valid]
         rev = [c for c in valid if c.type == "revolute"]
         pri = [c for c in valid if c.type == "prismatic"]

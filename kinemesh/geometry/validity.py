@@ -316,17 +316,20 @@ def check_candidates(grid: OccupancyGrid, moving: list[str], candidates: list) -
     return candidates
 
 
+def subtree(parents: dict[str, str], name: str) -> list[str]:
+    """``name`` and every part below it in the tree given as child -> parent names: the parts that move with it."""
+    kids: dict[str, list[str]] = {}
+    for c, p in parents.items():
+        kids.setdefault(p, []).append(c)
+    out, stack = [], [name]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(kids.get(n, []))
+    return out
+
+
 def moving_groups(obj: ArticulatedObject) -> dict[str, list[str]]:
     """For each part, the parts that move with it: itself plus its whole subtree in the joint tree."""
-    kids: dict[str, list[str]] = {}
-    for j in obj.joints:
-        kids.setdefault(j.parent, []).append(j.child)
-    out = {}
-    for p in obj.parts:
-        stack, group = [p.name], []
-        while stack:
-            n = stack.pop()
-            group.append(n)
-            stack.extend(kids.get(n, []))
-        out[p.name] = group
-    return out
+    parents = {j.child: j.parent for j in obj.joints}
+    return {p.name: subtree(parents, p.name) for p in obj.parts}
