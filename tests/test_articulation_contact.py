@@ -40,7 +40,7 @@ def test_pliers_pivot_snapped_back(pliers):
 
 def test_snap_to_contact_end_to_end(pliers):
     from kinemesh.articulation.infer import geometric_parts
-    from kinemesh.articulation.validity import OccupancyGrid, ValidityConfig
+    from kinemesh.geometry.validity import OccupancyGrid, ValidityConfig
 
     j = next(j for j in pliers.joints if j.type == "revolute")
     parts = geometric_parts(pliers)

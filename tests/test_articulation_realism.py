@@ -62,7 +62,7 @@ def _drawer_candidates(obj):
 # ---------------------------------------------------------------------------------------------- validity
 @pytest.mark.parametrize("swept", [False, True])
 def test_validity_on_open_shells_accepts_slide_rejects_rotations(swept):
-    from kinemesh.articulation.validity import OccupancyGrid, ValidityConfig, check_candidates
+    from kinemesh.geometry.validity import OccupancyGrid, ValidityConfig, check_candidates
 
     obj = shell_drawer_cabinet()
     cands = _drawer_candidates(obj)
@@ -77,7 +77,7 @@ def test_swept_validity_separates_wrong_motions_by_a_wide_margin():
     """The per-sample swept measure counts samples that newly enter the rest anywhere along a finely
     sampled sweep, so thin walls are not stepped over: on the zero-thickness cabinet every wrong motion
     collides with at least 15% of the drawer's samples (the coarse max-minus-rest measure gives a few %)."""
-    from kinemesh.articulation.validity import OccupancyGrid, ValidityConfig, check_candidates
+    from kinemesh.geometry.validity import OccupancyGrid, ValidityConfig, check_candidates
 
     obj = shell_drawer_cabinet()
     cands = _drawer_candidates(obj)
@@ -90,7 +90,7 @@ def test_swept_validity_accepts_the_true_hinge_of_a_watertight_door():
     from tests.test_articulation import two_door_cabinet
 
     from kinemesh.articulation.candidates import Candidate
-    from kinemesh.articulation.validity import OccupancyGrid, ValidityConfig, check_candidates
+    from kinemesh.geometry.validity import OccupancyGrid, ValidityConfig, check_candidates
 
     obj = two_door_cabinet()
     j = obj.joints[0]

@@ -26,6 +26,10 @@ def test_normalization_centres_and_scales_longest_side_to_one():
     assert t.dtype == torch.float32
     np.testing.assert_allclose(t.numpy(), out, atol=1e-6)
     np.testing.assert_allclose(normalize.invert(out, center, scale), v, atol=1e-12)
+    # the renderer's option: same centre, the box diagonal (4, 1, 1) -> 1
+    c_d, s_d = normalize.normalization(v, size="diagonal")
+    np.testing.assert_allclose(c_d, center)
+    assert s_d == pytest.approx(1.0 / np.sqrt(18.0))
 
 
 def test_normalization_rejects_degenerate_input():
@@ -33,6 +37,8 @@ def test_normalization_rejects_degenerate_input():
         normalize.normalization(np.zeros((4, 3)))
     with pytest.raises(ConfigError):
         normalize.normalization(np.array([[0.0, 0.0, np.nan], [1.0, 1.0, 1.0]]))
+    with pytest.raises(ConfigError, match="size"):
+        normalize.normalization(np.eye(3), size="volume")
 
 
 # ------------------------------------------------------------------------------------------------- sampling
@@ -256,6 +262,28 @@ def test_kabsch_and_local_rigid_transforms_recover_rigid_motion():
     assert np.linalg.det(Rk) == pytest.approx(1.0)
 
 
+def test_kabsch_weights_batch_and_matrix_recover_known_motion():
+    rng = np.random.default_rng(3)
+    src = rng.normal(size=(30, 3))
+    Rt = Rotation.from_rotvec([0.3, -1.1, 0.7]).as_matrix()
+    tt = np.array([0.5, -2.0, 0.25])
+    dst = src @ Rt.T + tt
+    dst[:5] += rng.normal(size=(5, 3))  # outliers: zero weight must ignore them exactly
+    w = np.r_[np.zeros(5), rng.uniform(0.5, 2.0, 25)]
+    R, t = procrustes.kabsch(src, dst, weights=w)
+    np.testing.assert_allclose(R, Rt, atol=1e-12)
+    np.testing.assert_allclose(t, tt, atol=1e-12)
+    assert np.abs(procrustes.kabsch(src, dst)[0] - Rt).max() > 1e-3  # unweighted: the outliers pull it off
+    # a rest (k, 3) against frames (T, k, 3), as homogeneous transforms
+    Rs = Rotation.random(4, random_state=5).as_matrix()
+    frames = np.einsum("tij,kj->tki", Rs, src) + tt
+    T = procrustes.kabsch_matrix(src, frames)
+    assert T.shape == (4, 4, 4)
+    np.testing.assert_allclose(T[:, :3, :3], Rs, atol=1e-12)
+    np.testing.assert_allclose(T[:, :3, 3], np.broadcast_to(tt, (4, 3)), atol=1e-12)
+    np.testing.assert_array_equal(T[:, 3], np.broadcast_to([0, 0, 0, 1.0], (4, 4)))
+
+
 def test_local_rigid_transforms_two_parts():
     rng = np.random.default_rng(1)
     a = rng.random((50, 3))
@@ -283,3 +311,25 @@ def test_transfer_and_barycentric_work_under_forward_mode_jvp():
     s0 = torch.tensor(1.5, dtype=torch.float64)
     out, jv = torch.func.jvp(f, (s0,), (torch.tensor(1.0, dtype=torch.float64),))
     torch.testing.assert_close(jv, out / 1.5, atol=1e-12, rtol=0)
+
+
+# ------------------------------------------------------------------------------------------------- validity
+def test_inside_mesh_depth_and_rigid_groups():
+    import trimesh
+
+    from kinemesh.data.articulated import ArticulatedObject, Joint, Part
+    from kinemesh.geometry.validity import inside_mesh, rigid_groups
+
+    box = trimesh.creation.box(extents=(2.0, 2.0, 2.0))  # [-1, 1]^3
+    pts = np.array([[0.0, 0, 0], [0.95, 0, 0], [0.999, 0, 0], [1.5, 0, 0], [0, 0, -3.0]])
+    np.testing.assert_array_equal(inside_mesh(box, pts), [True, True, True, False, False])
+    np.testing.assert_array_equal(inside_mesh(box, pts, tolerance=0.01), [True, True, False, False, False])
+    # welded parts share the group of the topmost part reached through fixed joints, also below a hinge
+    v, f = np.asarray(box.vertices), np.asarray(box.faces)
+    parts = [Part(n, v + [3.0 * i, 0, 0], f) for i, n in enumerate(("body", "plate", "door", "handle", "knob"))]
+    joints = [Joint("j0", "fixed", "body", "plate", (0, 0, 1), (0, 0, 0)),
+              Joint("j1", "revolute", "plate", "door", (0, 0, 1), (1, 1, 0), (0.0, 1.0)),
+              Joint("j2", "fixed", "door", "handle", (0, 0, 1), (0, 0, 0)),
+              Joint("j3", "fixed", "handle", "knob", (0, 0, 1), (0, 0, 0))]
+    assert rigid_groups(ArticulatedObject(parts, joints)) == {"body": "body", "plate": "body", "door": "door",
+                                                              "handle": "door", "knob": "door"}

@@ -9,7 +9,7 @@ import trimesh
 from kinemesh.synth.assemblies import random_assembly
 from kinemesh.synth.categories import CATEGORIES, build
 from kinemesh.synth.mjcf import articulated_to_mjcf, body_transforms, load_model
-from kinemesh.synth.validity import interpenetrations
+from kinemesh.geometry.validity import interpenetrations
 
 
 @pytest.fixture(scope="module")

@@ -277,3 +277,20 @@ def test_train_command_plots_training_curves(tmp_path, monkeypatch, capsys):
                  "--no-calibrate"]) == 0
     assert (out / "training_curves.png").is_file()
     assert "training_curves.png" in capsys.readouterr().out
+
+
+def test_sequence_axes_follow_the_moving_parent():
+    """Joint arrows of a chain (desk lamp) follow their parent part's Kabsch-fitted motion in every frame."""
+    from kinemesh.synth.categories import build
+    from kinemesh.viz.inputs import sequence_axes
+
+    obj = build("desk_lamp", np.random.default_rng(0), check=False)
+    rng = np.random.default_rng(1)
+    cfgs = [obj.sample_values(rng) for _ in range(3)]
+    axes, names = sequence_axes(obj.to_sequence(cfgs))
+    assert names == [j.name for j in obj.movable_joints]
+    for (o, d), j in zip(axes, obj.movable_joints):
+        for t, c in enumerate(cfgs):
+            T = obj.part_transforms(c)[j.parent]
+            np.testing.assert_allclose(o[t], T[:3, :3] @ j.origin + T[:3, 3], atol=1e-6)
+            np.testing.assert_allclose(d[t], T[:3, :3] @ (j.axis / np.linalg.norm(j.axis)), atol=1e-6)

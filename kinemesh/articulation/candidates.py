@@ -175,30 +175,6 @@ def candidate_motions(box: PartBox, prismatic_range: float | None = None) -> lis
     return out
 
 
-def nearest_candidate(box: PartBox, type_: str, axis, origin) -> tuple[int, float]:
-    """Index of the candidate closest to a joint (same type; smallest axis angle, then line distance) and
-    that axis angle in degrees. Used to turn ground-truth joints into classification targets."""
-    from kinemesh.geometry.metrics import axis_line_distance
-
-    axis = np.asarray(axis, float) / np.linalg.norm(axis)
-    cos = box.axes @ axis
-    k = int(np.argmax(np.abs(cos)))
-    sign = 1 if cos[k] >= 0 else -1
-    ang = float(np.degrees(np.arccos(min(1.0, abs(cos[k])))))
-    if type_ == "prismatic":
-        return candidate_index("prismatic", k, sign), ang
-    i, j = perpendicular_axes(k)
-    best, best_d = (0, 0), np.inf
-    for a in GRID:
-        for b in GRID:
-            rel = np.zeros(3)
-            rel[i], rel[j] = a, b
-            d = axis_line_distance(box.relative_point(rel), box.axes[k], origin, axis)
-            if d < best_d:
-                best, best_d = (a, b), d
-    return candidate_index("revolute", k, sign, best), ang
-
-
 def check_part_geometry(vertices: np.ndarray, faces: np.ndarray, name: str) -> None:
     """Raise KinemeshError naming the part if it has no faces or zero surface area."""
     from kinemesh.geometry.sampling import face_areas
@@ -207,3 +183,22 @@ def check_part_geometry(vertices: np.ndarray, faces: np.ndarray, name: str) -> N
         raise KinemeshError(f"part '{name}' has no geometry (no faces)")
     if face_areas(vertices, faces).sum() <= 0:
         raise KinemeshError(f"part '{name}' is degenerate: zero surface area")
+
+
+def label_valid_candidates(obj, parts: list[str] | None = None, config=None, grid=None) -> dict[str, list[Candidate]]:
+    """Valid-candidate labels of an :class:`ArticulatedObject` (GEOPARD self-supervision): part name -> its 60
+    candidates with ``valid`` set (:func:`kinemesh.geometry.validity.check_candidates`; ``config`` a
+    ``ValidityConfig``, ``grid`` an ``OccupancyGrid`` to reuse). The moving set of a part is its subtree in
+    ``obj``'s joint tree (for an unannotated object built by :mod:`kinemesh.articulation.parts` every part
+    hangs off the root, so it is the part alone)."""
+    from kinemesh.geometry.validity import OccupancyGrid, check_candidates, moving_groups
+
+    grid = grid or OccupancyGrid(obj, config)
+    groups = moving_groups(obj)
+    out = {}
+    for name in parts or [p.name for p in obj.parts if p.name != obj.root]:
+        part = obj.part(name)
+        if len(part.vertices) == 0:
+            continue
+        out[name] = check_candidates(grid, groups[name], candidate_motions(part_box(part.vertices, name)))
+    return out

@@ -69,12 +69,11 @@ def part_samples(obj: ArticulatedObject, rng: np.random.Generator, config, with_
     joints = gt_joint_of(obj)
     labels = None
     if with_validity:
-        from kinemesh.articulation.validity import label_valid_candidates
+        from kinemesh.articulation.candidates import label_valid_candidates
+        from kinemesh.geometry.normalize import normalization
 
         # labels on the normalized object so the boxes match the network's box frame
-        from kinemesh.articulation.predictor import object_normalization
-
-        center, scale = object_normalization([v for v, _ in geo])
+        center, scale = normalization(np.concatenate([v for v, _ in geo if len(v)]))
         norm = ArticulatedObject([Part(p.name, (p.vertices - center) * scale, p.faces, p.label) for p in obj.parts],
                                  [Joint(j.name, j.type, j.parent, j.child, j.axis, (j.origin - center) * scale,
                                         j.limits) for j in obj.joints], obj.category, obj.name)

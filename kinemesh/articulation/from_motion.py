@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kinemesh.data.articulated import axis_angle_matrix
+from kinemesh.data.articulated import axis_angle_matrix, joint_motion
 from kinemesh.errors import KinemeshError
+from kinemesh.geometry.procrustes import kabsch_matrix
 
 
 @dataclass
@@ -52,19 +53,6 @@ class MotionFit:
 
 
 # ---------------------------------------------------------------------------------------------- rigid fits
-def kabsch(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """Rigid transform (4, 4) minimising sum |R src + t - dst|^2 over corresponding points (n, 3)."""
-    cs, cd = src.mean(0), dst.mean(0)
-    H = (src - cs).T @ (dst - cd)
-    U, _, Vt = np.linalg.svd(H)
-    D = np.diag([1.0, 1.0, np.sign(np.linalg.det(Vt.T @ U.T))])
-    R = Vt.T @ D @ U.T
-    T = np.eye(4)
-    T[:3, :3] = R
-    T[:3, 3] = cd - R @ cs
-    return T
-
-
 def rotation_vector(R: np.ndarray) -> np.ndarray:
     """Axis * angle (3,) of a rotation matrix (angle in [0, pi])."""
     from scipy.spatial.transform import Rotation
@@ -74,17 +62,6 @@ def rotation_vector(R: np.ndarray) -> np.ndarray:
 
 def _apply(T: np.ndarray, p: np.ndarray) -> np.ndarray:
     return p @ T[:3, :3].T + T[:3, 3]
-
-
-def _joint_transform(type_: str, axis, origin, value: float) -> np.ndarray:
-    T = np.eye(4)
-    if type_ == "prismatic":
-        T[:3, 3] = axis * value
-    elif type_ == "revolute":
-        R = axis_angle_matrix(axis, value)
-        T[:3, :3] = R
-        T[:3, 3] = origin - R @ origin
-    return T
 
 
 def fit_joint(rel: np.ndarray, points: np.ndarray, name: str = "part", size: float | None = None,
@@ -126,7 +103,7 @@ def fit_joint(rel: np.ndarray, points: np.ndarray, name: str = "part", size: flo
         fit = MotionFit(name, "revolute", a, o, vals, 0.0)
     if refine:
         fit = _refine(fit, rel, points)
-    fit.residual = float(np.mean([np.linalg.norm(_apply(_joint_transform(fit.type, fit.axis, fit.origin, v), points)
+    fit.residual = float(np.mean([np.linalg.norm(_apply(joint_motion(fit.type, fit.axis, fit.origin, v), points)
                                                  - _apply(T, points), axis=1).mean() for v, T in zip(fit.values, rel)]))
     return fit
 
@@ -150,7 +127,7 @@ def _refine(fit: MotionFit, rel: np.ndarray, points: np.ndarray) -> MotionFit:
 
     def resid(x):
         a, o, vals = unpack(x)
-        return np.concatenate([(_apply(_joint_transform(fit.type, a, o, v), sub) - tg).ravel()
+        return np.concatenate([(_apply(joint_motion(fit.type, a, o, v), sub) - tg).ravel()
                                for v, tg in zip(vals, targets)])
 
     x0 = np.concatenate([np.zeros(4), fit.values])
@@ -176,7 +153,7 @@ def fit_parts(rest: dict[str, np.ndarray], frames: dict[str, np.ndarray]) -> lis
     if len(names) < 2:
         raise KinemeshError(f"observed motion has {len(names)} part(s) with points; need at least two")
     size = float(np.max(np.ptp(np.concatenate([rest[n] for n in names]), axis=0)))
-    world = {n: np.stack([kabsch(rest[n], f) for f in frames[n]]) for n in names}
+    world = {n: kabsch_matrix(rest[n], frames[n]) for n in names}
     motion = {n: float(np.mean([np.linalg.norm(_apply(T, rest[n]) - rest[n], axis=1).mean() for T in world[n]]))
               for n in names}
     root = min(names, key=lambda n: (motion[n], -len(rest[n])))
@@ -278,7 +255,7 @@ def fit_from_clouds(part_points: np.ndarray, rest_points: np.ndarray, clouds: li
     for c in cands:
         L = np.pi if c.type == "revolute" else float(np.max(box.extents)) * 1.5
         vals = np.linspace(-L, L, n_values)
-        Ts = np.stack([_joint_transform(c.type, c.axis, c.origin, v) for v in vals])  # (V, 4, 4)
+        Ts = np.stack([joint_motion(c.type, c.axis, c.origin, v) for v in vals])  # (V, 4, 4)
         moved = np.swapaxes(np.matmul(Ts[:, :3, :3], sel.T), 1, 2) + Ts[:, None, :3, 3]  # (V, n, 3)
         total, chosen = 0.0, []
         for (tree, _), loose in zip(frames, loose_sub):
@@ -296,11 +273,11 @@ def fit_from_clouds(part_points: np.ndarray, rest_points: np.ndarray, clouds: li
     # ICP refinement of each frame's part pose against the cloud, from the selected candidate's pose
     rel = []
     for (tree, loose), v in zip(frames, vals):
-        T = _joint_transform(c.type, c.axis, c.origin, v)
+        T = joint_motion(c.type, c.axis, c.origin, v)
         for _ in range(icp_iters):
             moved = _apply(T, sub)
             _, idx = tree.query(moved, k=1)
-            T = kabsch(sub, tree.data[idx])
+            T = kabsch_matrix(sub, tree.data[idx])
         rel.append(T)
     fit = fit_joint(np.stack(rel), sub, name, size, refine=True, force_type=c.type)
     fit.info["candidate"] = {"type": c.type, "axis": c.axis.tolist(), "origin": c.origin.tolist(),

@@ -9,7 +9,7 @@ and returns one :class:`PartPrediction` per part except the root. Steps:
 2. the network predicts type, axis, origin, limits and a confidence per part (batched);
 3. optional validity check (``check_validity``): among the network's axis-class / sign alternatives the
    most probable one whose sweep (in either opening direction) neither collides nor detaches is kept
-   (:mod:`kinemesh.articulation.validity`, swept per-sample test);
+   (:mod:`kinemesh.geometry.validity`, swept per-sample test);
 4. with the validity check, revolute pivots are refined by the rest contact (``_snap_to_contact``): a
    revolute part that touches its parent only in a compact region (pliers blades at their rivet, lamp links,
    knobs) turns about an axis through that region, so a predicted line that misses it is moved (same
@@ -28,9 +28,7 @@ from kinemesh.data.articulated import ArticulatedObject, Joint, Part
 from kinemesh.errors import KinemeshError
 
 CLASSES = ("fixed", "revolute", "prismatic")
-OPPOSITE_WEIGHT = 1.0  # decoding: score factor of a sweep opening against the predicted direction
 ORIGIN_CELLS = 3  # decoding: origin cells per axis class tried by the validity check
-SNAP_TO_CONTACT = True  # decoding: refine revolute pivots by a compact rest contact (``_snap_to_contact``)
 CONTACT_TOL = 0.02  # pivot snap: contact = part samples within (closest approach + this x object size) of the parent
 CONTACT_COMPACT = 0.5  # pivot snap: contact counts as compact when its extent across the axis is <= this x the part's
 
@@ -50,7 +48,7 @@ class PartPrediction:
     info: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        """The part entry of the articulation JSON (DESIGN.md)."""
+        """The part entry of ``articulation.json`` (README, "articulate")."""
         return {"name": self.name, "type": self.type, "axis": [round(float(a), 6) for a in self.axis],
                 "origin": [round(float(o), 6) for o in self.origin],
                 "limits": None if self.limits is None else [round(float(x), 6) for x in self.limits],
@@ -166,59 +164,42 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
 
     preds = {}
     for b, (p, _, _, box, center, scale) in enumerate(feats):
-        r = decode(out, b, box, center, scale, (force_types or {}).get(p.name))
         forced = (force_types or {}).get(p.name)
-        # movable alternatives of both types (a prompt's verb fixes the type), scored P(type) x P(axis, sign)
-        alts = []
-        for t in ([r.type] if forced else ["revolute", "prismatic"]):
-            if t == "fixed":
-                continue
-            pt = 1.0 if forced else float(r.type_probs[TYPES.index(t)])
-            alts += [(pt * q, axis, origin, t, lim) for q, axis, origin, lim in
-                     alternatives(out, b, box, center, scale, t, cells=ORIGIN_CELLS)]
+        r = decode(out, b, box, center, scale, forced)
+        # movable alternatives of the predicted type (or a prompt's verb), scored P(type) x P(axis, sign) x P(cell)
+        pt = 1.0 if forced else float(r.type_probs[TYPES.index(r.type)])
+        alts = [] if r.type == "fixed" else [(pt * q, axis, origin, r.type, lim) for q, axis, origin, lim in
+                                             alternatives(out, b, box, center, scale, r.type, cells=ORIGIN_CELLS)]
         preds[p.name] = PartPrediction(p.name, r.type, r.axis, r.origin, None if r.type == "fixed" else r.limits,
                                        parents[p.name], r.confidence, p.label,
                                        {"type_probs": [float(x) for x in r.type_probs], "scale": scale,
                                         "alternatives": sorted(alts, key=lambda a: -a[0])})
     if check_validity:
         grid = _choose_valid(parts, root, parents, preds)
-        if grid is not None and SNAP_TO_CONTACT:
+        if grid is not None:
             _snap_to_contact(parts, parents, preds, grid, seed=seed)
     for pr in preds.values():
         pr.info.pop("alternatives", None)
     return [preds[p.name] for p in parts if p.name in preds]
 
 
-def _subtree(parents: dict[str, str], name: str) -> list[str]:
-    kids: dict[str, list[str]] = {}
-    for c, p in parents.items():
-        kids.setdefault(p, []).append(c)
-    out, stack = [], [name]
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        stack.extend(kids.get(n, []))
-    return out
-
-
-def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05, cross_type: bool = False,
-                  opposite_weight: float = OPPOSITE_WEIGHT) -> None:
-    """Simulator-filtered decoding. The network's alternatives (axis class x sign x its ``ORIGIN_CELLS`` most
-    probable origin cells, each with its own limits, scored P(type) x P(axis, sign) x P(cell); with
-    ``cross_type`` both movable types, otherwise only the predicted one) are swept in their predicted opening
-    direction (score as is) and in the opposite one (score x ``opposite_weight``, limits mirrored); the
-    best-scoring sweep that neither collides nor detaches (:mod:`kinemesh.articulation.validity`) is kept,
-    the network's own answer first on ties. With the default weight 1 a wrong opening sign never costs a
-    right axis line. When no sweep is valid the network's top choice stays. ``ORIGIN_CELLS`` and
-    ``opposite_weight`` were chosen on synthetic validation objects (training categories, seeds 90000+,
-    canonical and realism-augmented), not on the test sets.
+def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
+    """Simulator-filtered decoding (GEOPARD's simulator filter applied at inference). The network's
+    alternatives of the predicted type (axis class x sign x its ``ORIGIN_CELLS`` most probable origin cells,
+    each with its own limits, scored P(type) x P(axis, sign) x P(cell)) are swept in their predicted opening
+    direction and in the opposite one (same score, limits mirrored, so a wrong opening sign never costs a
+    right axis line); the best-scoring sweep that neither collides nor detaches
+    (:mod:`kinemesh.geometry.validity`) is kept, the network's own answer first on ties. When no sweep is
+    valid the network's top choice stays. ``ORIGIN_CELLS`` and the equal score of both directions were chosen
+    on synthetic validation objects (training categories, seeds 90000+, canonical and realism-augmented), not
+    on the test sets.
 
     The sweep uses the per-sample swept collision measure (``ValidityConfig.swept``), which keeps its margin
-    on open, zero-thickness shells. ``cross_type`` is off by default: on real assets the true slide of a
+    on open, zero-thickness shells. Validity never changes the type: on real assets the true slide of a
     drawer often passes through the carcass mesh (PartNet-Mobility bodies are rarely cut out behind drawer
-    fronts), so validity must not overrule the type head."""
+    fronts), so it must not overrule the type head."""
     from kinemesh.articulation.candidates import Candidate
-    from kinemesh.articulation.validity import OccupancyGrid, ValidityConfig, check_candidates
+    from kinemesh.geometry.validity import OccupancyGrid, ValidityConfig, check_candidates, subtree
 
     movable = [p for p in preds.values() if p.type != "fixed"]
     if not movable:
@@ -226,7 +207,7 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05, cross_typ
     grid = OccupancyGrid(_with_tree(parts, root, parents),
                          ValidityConfig(n_points=400, steps=6, swept=True, collision_fraction=0.02))
     for pr in movable:
-        alts = [a for a in pr.info["alternatives"] if a[0] >= min_prob and (cross_type or a[3] == pr.type)]
+        alts = [a for a in pr.info["alternatives"] if a[0] >= min_prob and a[3] == pr.type]
         top = (max([a[0] for a in alts], default=1.0), pr.axis, pr.origin, pr.type, pr.limits)
         sweeps = []  # (score, alternative, opposite?, candidate)
         for alt in [top] + [a for a in alts if not (a[3] == pr.type and a[1] @ pr.axis > 0.999
@@ -240,10 +221,10 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05, cross_typ
                 continue
             s = 1.0 if abs(hi) >= abs(lo) else -1.0  # limits are along the alternative's own axis
             sweeps.append((prob, alt, False, Candidate(type_, axis, origin, (0.0, s * reach), 0, 1)))
-            sweeps.append((prob * opposite_weight, alt, True, Candidate(type_, axis, origin, (0.0, -s * reach), 0, 1)))
+            sweeps.append((prob, alt, True, Candidate(type_, axis, origin, (0.0, -s * reach), 0, 1)))
         if not sweeps:
             continue
-        check_candidates(grid, _subtree(parents, pr.name), [w[3] for w in sweeps])
+        check_candidates(grid, subtree(parents, pr.name), [w[3] for w in sweeps])
         sweeps.sort(key=lambda w: -w[0])  # stable: the network's own answer wins ties
         pr.info["validity"] = [dict(w[3].info, valid=w[3].valid, score=w[0], type=w[1][3], opposite=w[2])
                                for w in sweeps]
@@ -303,7 +284,7 @@ def _snap_to_contact(parts, parents, preds, grid, seed: int = 0) -> None:
     centroid, kept only when the moved sweep passes the same validity check as ``_choose_valid`` (in the
     predicted opening direction or the opposite one, limits mirrored then)."""
     from kinemesh.articulation.candidates import Candidate
-    from kinemesh.articulation.validity import check_candidates
+    from kinemesh.geometry.validity import check_candidates, subtree
 
     by = {p.name: p for p in parts}
     size = grid.size
@@ -320,7 +301,7 @@ def _snap_to_contact(parts, parents, preds, grid, seed: int = 0) -> None:
         s = 1.0 if abs(hi) >= abs(lo) else -1.0
         sweeps = [Candidate("revolute", pr.axis, new, (0.0, s * reach), 0, 1),
                   Candidate("revolute", pr.axis, new, (0.0, -s * reach), 0, 1)]
-        check_candidates(grid, _subtree(parents, pr.name), sweeps)
+        check_candidates(grid, subtree(parents, pr.name), sweeps)
         pr.info["contact_pivot"] = {"origin": new.tolist(), "valid": [c.valid for c in sweeps]}
         if not any(c.valid for c in sweeps):
             continue
@@ -338,7 +319,7 @@ def heuristic_articulate(obj: ArticulatedObject, seed: int = 0) -> list[PartPred
     lines, then the centre line.
     """
     from kinemesh.articulation.candidates import candidate_motions, part_box
-    from kinemesh.articulation.validity import OccupancyGrid, ValidityConfig, check_candidates
+    from kinemesh.geometry.validity import OccupancyGrid, ValidityConfig, check_candidates, subtree
 
     parts = geometric_parts(obj)
     root, parents, _ = part_tree(parts, seed=seed)
@@ -348,7 +329,7 @@ def heuristic_articulate(obj: ArticulatedObject, seed: int = 0) -> list[PartPred
         if p.name == root:
             continue
         box = part_box(p.vertices, p.name)
-        cands = check_candidates(grid, _subtree(parents, p.name), candidate_motions(box))
+        cands = check_candidates(grid, subtree(parents, p.name), candidate_motions(box))
         valid = [c for c in cands if c.valid]
         rev = [c for c in valid if c.type == "revolute"]
         pri = [c for c in valid if c.type == "prismatic"]

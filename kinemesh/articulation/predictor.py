@@ -33,6 +33,7 @@ from kinemesh.errors import InputFileError
 TYPES = ("fixed", "revolute", "prismatic")
 DEFAULT_WEIGHTS = Path(__file__).resolve().parents[1] / "assets" / "articulation"
 BOX_FEATURES = 21
+REMOVED_OPTIONS = {"shape_floor": 0.0}  # config.json keys of removed options -> the value that behaves as today
 
 
 @dataclass
@@ -46,24 +47,13 @@ class PredictorConfig:
     layers: int = 2  # self-attention layers over the tokens
     heads: int = 4  # attention heads
     fourier: int = 6  # Fourier frequencies of the point embedding
-    shape_uniform: float = 0.0  # fraction of the shape samples spread equally over the other parts (the rest
+    shape_uniform: float = 0.5  # fraction of the shape samples spread equally over the other parts (the rest
     # by surface area). By area alone a door's handle gets ~1 of 192 samples, so the cue that decides the
-    # hinge side (the handle sits at the free edge) is invisible; 0 reproduces weights trained before it.
-    shape_floor: float = 0.0  # per-part floor: every other part gets at least this share of the shape samples
-    # (parts below it are raised to it, the others keep shares proportional to their weight; see
-    # context_shares), so a handle is seen without spreading samples away from a large carcass when the object
-    # has many parts. 0 = off (exactly the sampling of weights trained before it).
+    # hinge side (the handle sits at the free edge) is invisible; 0 = by area only (weights before 9bf9913).
     extra: dict = field(default_factory=dict)  # training provenance (written to config.json)
 
 
 # ---------------------------------------------------------------------------------------------- features
-def object_normalization(parts_vertices: list[np.ndarray]) -> tuple[np.ndarray, float]:
-    """(center (3,), scale) mapping the object's bounding box to longest side 1 (DESIGN.md normalization)."""
-    from kinemesh.geometry.normalize import normalization
-
-    return normalization(np.concatenate([v for v in parts_vertices if len(v)]))
-
-
 def part_features(parts: list[tuple[np.ndarray, np.ndarray]], index: int, rng: np.random.Generator,
                   config: PredictorConfig, name: str = "part") -> tuple[np.ndarray, np.ndarray, PartBox, tuple]:
     """Network inputs of part ``index`` among ``parts`` [(vertices (n,3) m, faces (m,3))].
@@ -71,16 +61,17 @@ def part_features(parts: list[tuple[np.ndarray, np.ndarray]], index: int, rng: n
     Returns ``points`` (n_part + n_shape, 4) float32, ``box_feat`` (BOX_FEATURES,) float32, the part's box
     in normalized units and the normalization ``(center, scale)``.
     """
-    from kinemesh.geometry.sampling import sample_surface
+    from kinemesh.geometry.normalize import normalization
+    from kinemesh.geometry.sampling import face_areas, sample_surface
 
-    center, scale = object_normalization([v for v, _ in parts])
+    center, scale = normalization(np.concatenate([v for v, _ in parts if len(v)]))
     norm = [((v - center) * scale, f) for v, f in parts]
     v, f = norm[index]
     box = part_box(v, name)
     pp, _, _ = sample_surface(v, f, config.n_part, seed=rng)
     others = [(vv, ff) for i, (vv, ff) in enumerate(norm) if i != index and len(ff)]
     if others:
-        areas = np.array([_area(vv, ff) for vv, ff in others])
+        areas = np.array([float(face_areas(vv, ff).sum()) for vv, ff in others])
         counts = context_counts(areas, config, rng)
         sp = np.concatenate([sample_surface(vv, ff, int(c), seed=rng)[0] for (vv, ff), c in zip(others, counts)
                              if c > 0])
@@ -99,57 +90,14 @@ def part_features(parts: list[tuple[np.ndarray, np.ndarray]], index: int, rng: n
     return points, box_feat, box, (center, scale)
 
 
-def context_shares(areas, uniform: float = 0.0, floor: float = 0.0) -> np.ndarray:
-    """Share of the shape-context samples of each other part, from their surface ``areas`` (m,).
-
-    ``(1 - uniform) * area_share + uniform / m``; then, with ``floor`` > 0, every part below the floor is
-    raised to exactly ``floor`` and the others share the rest in proportion to their shares (water-filling,
-    repeated until no part is below; all equal ``1 / m`` when ``m * floor >= 1``). A part above the floor
-    loses only what the small parts gain: a carcass with 90 % of the area keeps ~90 % minus the floors.
-    """
-    a = np.asarray(areas, float)
-    m = len(a)
-    if a.sum() > 0:  # written exactly as before shape_floor existed (bit-identical draws for old weights)
-        w = (1.0 - uniform) * a / a.sum() + uniform / m
-    else:
-        w = np.full(m, 1.0 / m)
-    if floor <= 0:
-        return w
-    if m * floor >= 1.0:
-        return np.full(m, 1.0 / m)
-    low = np.zeros(m, bool)
-    while True:
-        rest = w[~low].sum()
-        out = np.where(low, floor, w * (1.0 - floor * low.sum()) / rest if rest > 0 else 0.0)
-        new_low = low | (out < floor)
-        if new_low.sum() == low.sum():
-            return out
-        low = new_low
-
-
 def context_counts(areas, config: PredictorConfig, rng: np.random.Generator) -> np.ndarray:
-    """Number of shape-context samples on each other part (sums to ``config.n_shape``).
-
-    Without a floor: a multinomial draw with :func:`context_shares` (the sampling the shipped weights were
-    trained with). With ``config.shape_floor`` > 0 the floor is guaranteed: each part gets the integer part of
-    its expected count and only the remaining samples are drawn (multinomially, by the fractional parts)."""
-    u = float(getattr(config, "shape_uniform", 0.0))
-    f = float(getattr(config, "shape_floor", 0.0))
-    w = context_shares(areas, u, f)
-    n = int(config.n_shape)
-    if f <= 0:
-        return rng.multinomial(n, w)
-    base = np.floor(w * n + 1e-9).astype(int)
-    left = n - int(base.sum())
-    if left > 0:
-        frac = np.clip(w * n - base, 0.0, None)
-        base += rng.multinomial(left, frac / frac.sum() if frac.sum() > 0 else np.full(len(w), 1.0 / len(w)))
-    return base
-
-
-def _area(v, f) -> float:
-    tri = v[f]
-    return float(0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1).sum())
+    """Number of shape-context samples on each other part (sums to ``config.n_shape``), from their surface
+    ``areas`` (m,): a multinomial draw with shares ``(1 - u) * area share + u / m``, ``u = config.shape_uniform``
+    (equal shares when every area is 0)."""
+    a = np.asarray(areas, float)
+    u = config.shape_uniform
+    w = (1.0 - u) * a / a.sum() + u / len(a) if a.sum() > 0 else np.full(len(a), 1.0 / len(a))
+    return rng.multinomial(int(config.n_shape), w)
 
 
 def joint_targets(box: PartBox, type_: str, axis, origin, limits, scale: float, center) -> dict:
@@ -341,9 +289,12 @@ def load_predictor(folder: str | os.PathLike | None = None, device: str = "cpu")
                                     "(train them with scripts/train_articulation.sh)")
     try:
         d = json.loads(cfg_path.read_text())
-        cfg = PredictorConfig(**{k: v for k, v in d.items() if k in PredictorConfig.__dataclass_fields__})
-        n_members = int(d.get("members", 0))
-    except (ValueError, TypeError) as exc:
+        n_members = int(d.pop("members", 0))
+        for k, v in REMOVED_OPTIONS.items():  # measured, not shipped, removed: only their "off" value loads
+            if k in d and d.pop(k) != v:
+                raise ValueError(f"{k} = {v!r} is the only value this version supports (option removed)")
+        cfg = PredictorConfig(**d)
+    except (ValueError, TypeError, AttributeError) as exc:
         raise InputFileError(cfg_path, f"invalid predictor config: {exc}") from None
     net = PredictorEnsemble([ArticulationNet(cfg) for _ in range(n_members)]) if n_members else ArticulationNet(cfg)
     try:

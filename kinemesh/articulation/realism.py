@@ -12,12 +12,6 @@ while keeping the ground-truth joints exact:
 - ``open_shell``: the faces of a part facing one random box direction are removed;
 - ``sheet``: a thin board (a door, flap or panel) collapsed onto its mid-plane, a zero-thickness sheet as
   many real assets model it;
-- ``mirror``: the object reflected across its x = 0 plane (left <-> right). Several synthetic categories
-  hinge their side doors on one side only (the microwave always on the left), so without it the hinge side
-  of a wide door is learnable as a prior instead of from the shape (the handle sits at the free edge).
-  Off in ``augment`` by default (``p_mirror``); training can apply it to the canonical objects as well
-  (``TrainConfig.p_mirror``, off in the shipped weights: mixed on the validation protocol, see
-  docs/results/articulation.md).
 
 All functions are pure: they return new objects and never modify their input.
 """
@@ -44,7 +38,6 @@ class RealismConfig:
     p_open: float = 0.3  # per part: remove the faces facing one box direction
     p_sheet: float = 0.0  # per thin part: collapse it onto its mid-plane
     sheet_ratio: float = 0.2  # a part is thin when its thinnest box side is below this fraction of the middle one
-    p_mirror: float = 0.0  # reflect the object across x = 0 (drawn first; no draw at all when 0)
 
 
 def repose(obj: ArticulatedObject, values: dict[str, float]) -> ArticulatedObject:
@@ -86,34 +79,6 @@ def stretch(obj: ArticulatedObject, scales) -> ArticulatedObject:
     return ArticulatedObject(parts, joints, obj.category, obj.name, dict(obj.meta))
 
 
-def mirror(obj: ArticulatedObject, axis: int = 0) -> ArticulatedObject:
-    """``obj`` reflected across the plane through the origin perpendicular to world ``axis`` (default x = 0).
-
-    Vertices are reflected and every face's winding reversed (outward normals stay outward). Joints are
-    carried exactly: with M the reflection, a rotation R(a, t) about a line through o becomes
-    M R(a, t) M = R(-M a, t) about the line through M o (a rotation axis is a pseudo-vector), so a revolute or
-    continuous joint gets axis -M a, origin M o and the same limits: it opens the same amount, towards the
-    mirror image of the original opening direction. A prismatic joint slides along M a (a true vector) with
-    the same limits. Posing the mirror at any joint values equals mirroring the posed object.
-    """
-    M = np.ones(3)
-    M[int(axis)] = -1.0
-    parts = [Part(p.name, p.vertices * M, p.faces[:, ::-1].copy() if len(p.faces) else p.faces, p.label)
-             for p in obj.parts]
-    joints = []
-    for j in obj.joints:
-        if j.type in ("revolute", "continuous"):
-            a = -(j.axis * M)
-        elif j.type == "prismatic":
-            a = j.axis * M
-        else:
-            a = j.axis
-        joints.append(Joint(j.name, j.type, j.parent, j.child, a, j.origin * M, j.limits))
-    meta = dict(obj.meta)
-    meta["mirrored"] = not meta.get("mirrored", False)
-    return ArticulatedObject(parts, joints, obj.category, obj.name, meta)
-
-
 def open_shell(part: Part, direction) -> Part:
     """``part`` without the faces whose normal points along ``direction`` (3,) (cosine > 0.9): an open box.
     The part is returned unchanged when that would remove more than 60% of its faces or leave fewer than 4."""
@@ -145,8 +110,6 @@ def augment(obj: ArticulatedObject, rng: np.random.Generator,
 
     c = config or RealismConfig()
     out = obj
-    if c.p_mirror > 0 and rng.random() < c.p_mirror:
-        out = mirror(out)
     if rng.random() < c.p_repose and out.movable_joints:
         vals = {}
         for j in out.movable_joints:

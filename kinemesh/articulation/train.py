@@ -21,7 +21,7 @@ from kinemesh.articulation.dataset import HOLDOUT_CATEGORIES, PRETRAIN_SEED_BASE
 from kinemesh.articulation.predictor import (
     ArticulationNet, PredictorConfig, PredictorEnsemble, finetune_loss, pretrain_loss, save_predictor,
 )
-from kinemesh.articulation.validity import ValidityConfig
+from kinemesh.geometry.validity import ValidityConfig
 
 
 @dataclass
@@ -37,24 +37,18 @@ class TrainConfig:
     n_augment: int = 1  # asset-realism copies per fine-tuning object (:mod:`kinemesh.articulation.realism`)
     n_augment_pre: int = 1  # asset-realism copies per pretraining object (validity labels on the copy)
     p_sheet: float = 0.3  # realism: probability that a thin part of a copy is collapsed to a sheet
-    p_mirror: float = 0.0  # probability that an object (and, independently, its realism copy) is reflected
-    # across x = 0 (:func:`kinemesh.articulation.realism.mirror`): left/right hinge sides balanced, so the
-    # side must be read from the shape (the handle at the free edge), not learnt as a per-category prior;
-    # off by default: 0.5 and 0.25 were mixed on the validation protocol (docs/results/articulation.md)
     shape_uniform: float = 0.5  # PredictorConfig.shape_uniform: half the context samples spread equally over
     # the other parts, so small attached parts (handles, knobs) are seen
-    shape_floor: float = 0.0  # PredictorConfig.shape_floor: every other part gets at least this share of the
-    # context samples (0.03 ~ 6 of 192); an alternative to shape_uniform (use --shape-uniform 0 with it)
     members: int = 3  # networks trained from seeds seed, seed+1, ... on the same data, shipped as one ensemble
     batch: int = 32  # batch size
     lr: float = 1e-3  # AdamW learning rate (cosine decay)
     seed: int = 0  # data and init seed
 
 
-def _gen(jobs, rng, cfg, with_validity, desc, n_augment: int = 0, realism=None, p_mirror: float = 0.0):
+def _gen(jobs, rng, cfg, with_validity, desc, n_augment: int = 0, realism=None):
     from kinemesh.progress import tqdm
 
-    from kinemesh.articulation.realism import augment, mirror
+    from kinemesh.articulation.realism import augment
 
     out = []
     vcfg = ValidityConfig(n_points=400, steps=6)
@@ -63,8 +57,6 @@ def _gen(jobs, rng, cfg, with_validity, desc, n_augment: int = 0, realism=None, 
             obj = build_object(kind, seed)
         except Exception:  # a builder may give up on an unlucky seed
             continue
-        if p_mirror > 0 and rng.random() < p_mirror:  # no draw when off: p_mirror = 0 gives the old data
-            obj = mirror(obj)
         out += part_samples(obj, rng, cfg, with_validity=with_validity, validity_config=vcfg)
         for _ in range(n_augment):  # the originals stay: held-out instances are canonical synthetic objects
             try:
@@ -122,7 +114,7 @@ def train(out_dir: str, tc: TrainConfig, pc: PredictorConfig | None = None) -> d
     t0 = time.time()
     torch.manual_seed(tc.seed)
     rng = np.random.default_rng(tc.seed)
-    pc = pc or PredictorConfig(shape_uniform=tc.shape_uniform, shape_floor=tc.shape_floor)
+    pc = pc or PredictorConfig(shape_uniform=tc.shape_uniform)
     cats = [c for c in CATEGORIES if c not in HOLDOUT_CATEGORIES]
     ft_jobs = [(c, s) for c in cats for s in range(tc.n_finetune)] + \
               [("assembly", s) for s in range(tc.n_assemblies_ft)]
@@ -130,10 +122,9 @@ def train(out_dir: str, tc: TrainConfig, pc: PredictorConfig | None = None) -> d
                [("assembly", PRETRAIN_SEED_BASE + s) for s in range(tc.n_assemblies_pre)]
     from kinemesh.articulation.realism import RealismConfig
 
-    realism = RealismConfig(p_sheet=tc.p_sheet, p_mirror=tc.p_mirror)
-    ft = _gen(ft_jobs, rng, pc, False, "fine-tune data", tc.n_augment, realism, tc.p_mirror)
-    pre = _gen(pre_jobs, rng, pc, True, "pretrain data (validity labels)", tc.n_augment_pre,
-               realism, tc.p_mirror)
+    realism = RealismConfig(p_sheet=tc.p_sheet)
+    ft = _gen(ft_jobs, rng, pc, False, "fine-tune data", tc.n_augment, realism)
+    pre = _gen(pre_jobs, rng, pc, True, "pretrain data (validity labels)", tc.n_augment_pre, realism)
     t_data = time.time() - t0
     ft_t = _stack(ft, FT_KEYS)
     pre_t = _stack(pre, ("points", "box", "valid"))

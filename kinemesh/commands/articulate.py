@@ -106,7 +106,7 @@ def run(args) -> int:
 
             write_usd_articulated(art, tmp / "object.usda")
         if args.candidates:
-            from kinemesh.articulation.validity import label_valid_candidates
+            from kinemesh.articulation.candidates import label_valid_candidates
 
             labels = label_valid_candidates(art)
             export.write_json({name: [{"type": c.type, "axis": [round(float(x), 6) for x in c.axis],

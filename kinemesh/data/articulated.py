@@ -80,14 +80,7 @@ class Joint:
 
     def motion(self, value: float) -> np.ndarray:
         """The rigid motion (4, 4) this joint applies at ``value`` (rad or m), in the rest frame."""
-        T = np.eye(4)
-        if self.type in ("revolute", "continuous"):
-            R = axis_angle_matrix(self.axis, value)
-            T[:3, :3] = R
-            T[:3, 3] = self.origin - R @ self.origin
-        elif self.type == "prismatic":
-            T[:3, 3] = self.axis * value
-        return T
+        return joint_motion(self.type, self.axis, self.origin, value)
 
     def to_dict(self) -> dict[str, Any]:
         """The joint dict of the KinematicSequence ``meta.joints`` contract."""
@@ -104,6 +97,19 @@ class Joint:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Joint":
         return cls(d["name"], d["type"], d["parent"], d["child"], d["axis"], d["origin"], d.get("limits"))
+
+
+def joint_motion(type_: str, axis: np.ndarray, origin: np.ndarray, value: float) -> np.ndarray:
+    """The rigid motion (4, 4) of a joint of type ``type_`` (unit ``axis`` (3,), ``origin`` (3,) m on its line)
+    at ``value`` (rad or m), in the rest frame; the identity for a fixed joint."""
+    T = np.eye(4)
+    if type_ in ("revolute", "continuous"):
+        R = axis_angle_matrix(axis, value)
+        T[:3, :3] = R
+        T[:3, 3] = origin - R @ origin
+    elif type_ == "prismatic":
+        T[:3, 3] = axis * value
+    return T
 
 
 def axis_angle_matrix(axis: np.ndarray, angle: float) -> np.ndarray:

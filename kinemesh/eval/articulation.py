@@ -93,7 +93,7 @@ def _cloud_records(obj, seed: int, n_frames: int = 3) -> list[dict]:
     """ATOP on point clouds: each movable joint moved alone to ``n_frames`` values; whole-object surface
     samples per frame (no correspondences); the joint's subtree is the articulated part."""
     from kinemesh.articulation.from_motion import fit_from_clouds
-    from kinemesh.articulation.validity import moving_groups
+    from kinemesh.geometry.validity import moving_groups
     from kinemesh.geometry.sampling import sample_surface
 
     rng = np.random.default_rng(seed)

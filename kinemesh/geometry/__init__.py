@@ -1,5 +1,6 @@
 """Geometry core: normalization, surface sampling, point->vertex transfer, dual quaternions, oriented
-bounding boxes, local Procrustes fits and evaluation metrics.
+bounding boxes, local Procrustes fits, evaluation metrics and physical validity (interpenetration, collision,
+detachment).
 
 Submodules are imported lazily (``from kinemesh.geometry import metrics`` or ``kinemesh.geometry.metrics``) so
 that importing the package stays cheap (torch is only loaded by ``dualquat``).
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["normalize", "sampling", "transfer", "dualquat", "obb", "procrustes", "metrics"]
+__all__ = ["normalize", "sampling", "transfer", "dualquat", "obb", "procrustes", "metrics", "validity"]
 
 
 def __getattr__(name):

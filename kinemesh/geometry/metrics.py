@@ -1,11 +1,11 @@
 """Evaluation metrics: Chamfer-L1/L2 to the other surface, volumetric IoU, joint-axis errors, motion-type
 precision/recall, motion explained, vertex error and within-part rigidity.
 
-Normalization (DESIGN.md): callers normalize the rest shape with :mod:`kinemesh.geometry.normalize` and apply
+Normalization: callers normalize the rest shape with :mod:`kinemesh.geometry.normalize` and apply
 the same transform to every compared shape *before* calling these functions; the functions themselves work in
 whatever units they are given.
 
-Chamfer follows DESIGN.md: the distance from surface samples of each shape to the **other shape's surface**
+Chamfer: the distance from surface samples of each shape to the **other shape's surface**
 (exact point-to-triangle distance), averaged over both directions with weight 0.5 each, so that two identical
 meshes score 0 regardless of the sample count. Point-to-point nearest neighbours are used only for a side given
 as a bare point cloud (no faces). ``*_reference`` functions are slow brute-force numpy versions used by tests.

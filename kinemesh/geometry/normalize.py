@@ -1,8 +1,10 @@
-"""Shape normalization used before every metric (DESIGN.md "Normalization").
+"""The one bounding-box normalization of the package (metrics, the model's input, IK, the articulation
+predictor, the renderer's framing).
 
 The rest shape is translated so that its axis-aligned bounding box is centred at the origin and scaled so that
 its longest bounding-box side is 1. The same ``(center, scale)`` is then applied to every frame of a sequence
-so that motion is measured in units of the object's size.
+so that motion is measured in units of the object's size. The renderer sizes its scene by the box diagonal
+instead (``size="diagonal"``).
 """
 
 from __future__ import annotations
@@ -12,22 +14,25 @@ import numpy as np
 from kinemesh.errors import ConfigError
 
 
-def normalization(vertices) -> tuple[np.ndarray, float]:
+def normalization(vertices, size: str = "side") -> tuple[np.ndarray, float]:
     """Centre and scale that map ``vertices`` to a bounding box centred at 0 with longest side 1.
 
     Parameters
     ----------
     vertices : (n, 3) float array (numpy or torch), metres.
+    size : ``"side"`` (the longest bounding-box side becomes 1; everything but the renderer) or ``"diagonal"``
+        (the box diagonal becomes 1; ``viz.render.SceneRenderer``'s floor, light and arrow sizes).
 
     Returns
     -------
     center : (3,) float64, metres, the bounding-box centre.
-    scale : float, 1 / (longest bounding-box side) in 1/metres; ``(v - center) * scale`` is normalized.
+    scale : float, 1 / (longest bounding-box side, or diagonal) in 1/metres; ``(v - center) * scale`` is
+        normalized.
 
     Raises
     ------
     ConfigError
-        If ``vertices`` is empty, not (n, 3), non-finite, or has a zero-size bounding box.
+        If ``vertices`` is empty, not (n, 3), non-finite, or has a zero-size bounding box, or ``size`` is unknown.
     """
     v = _as_numpy(vertices)
     if v.ndim != 2 or v.shape[1] != 3 or v.shape[0] == 0:
@@ -35,7 +40,9 @@ def normalization(vertices) -> tuple[np.ndarray, float]:
     if not np.isfinite(v).all():
         raise ConfigError("normalization: vertices contain NaN or inf")
     lo, hi = v.min(axis=0), v.max(axis=0)
-    extent = float((hi - lo).max())
+    if size not in ("side", "diagonal"):
+        raise ConfigError(f"normalization: size must be 'side' or 'diagonal', got {size!r}")
+    extent = float((hi - lo).max() if size == "side" else np.linalg.norm(hi - lo))
     if extent <= 0.0:
         raise ConfigError("normalization: all vertices coincide (zero-size bounding box)")
     return (0.5 * (lo + hi)).astype(np.float64), 1.0 / extent

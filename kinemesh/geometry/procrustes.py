@@ -9,12 +9,14 @@ from kinemesh.errors import ConfigError
 
 
 def kabsch(src, dst, weights=None) -> tuple[np.ndarray, np.ndarray]:
-    """Best rigid fits ``dst ~ R src + t`` in the least-squares sense, batched.
+    """Best rigid fits ``dst ~ R src + t`` in the weighted least-squares sense, batched (Kabsch 1976; the
+    one rigid solver of the package: local fits here, per-part motion in articulation, the viewer's axes).
 
     Parameters
     ----------
-    src, dst : (..., k, 3) float corresponding point sets (metres).
-    weights : optional (..., k) non-negative weights.
+    src, dst : (..., k, 3) float corresponding point sets (metres); leading dimensions broadcast, e.g. a rest
+        (k, 3) against frames (T, k, 3).
+    weights : optional (..., k) non-negative weights (e.g. 0 drops an outlier).
 
     Returns
     -------
@@ -41,6 +43,14 @@ def kabsch(src, dst, weights=None) -> tuple[np.ndarray, np.ndarray]:
     R = np.swapaxes(Vt, -1, -2) @ D @ np.swapaxes(U, -1, -2)
     t = cd - np.einsum("...ij,...j->...i", R, cs)
     return R, t
+
+
+def kabsch_matrix(src, dst, weights=None) -> np.ndarray:
+    """:func:`kabsch` as homogeneous transforms (..., 4, 4) with ``dst ~ T[:3, :3] src + T[:3, 3]``."""
+    R, t = kabsch(src, dst, weights)
+    T = np.zeros(R.shape[:-2] + (4, 4))
+    T[..., :3, :3], T[..., :3, 3], T[..., 3, 3] = R, t, 1.0
+    return T
 
 
 def local_rigid_transforms(rest_points, deformed_points, k: int = 16) -> tuple[np.ndarray, np.ndarray]:

@@ -1,6 +1,6 @@
 """Transfer of per-point quantities (sampled surface points) to mesh vertices.
 
-NeuROK drives every vertex by averaging the k nearest sampled points (DESIGN.md, method notes). We use
+NeuROK drives every vertex by averaging the k nearest sampled points (NeuROK Sec. 4.1, decoder). We use
 inverse-distance weights over those k points, which reduces to the plain average when the distances are equal
 and reproduces a point's value exactly when a vertex coincides with it. Optional groups (e.g. connected
 component ids) keep the average inside one component so that separate parts do not blend near joints.

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from kinemesh.errors import KinemeshError
+from kinemesh.geometry.normalize import normalization as bbox_normalization  # the one bbox normalization
 
 
 @dataclass
@@ -35,19 +36,6 @@ class Target:
         """Rest-frame positions (..., 3) -> the target's original frame."""
         t = np.zeros(3) if self.translation is None else self.translation
         return np.asarray(x) * self.scale + t
-
-
-def bbox_normalization(v: np.ndarray) -> tuple[np.ndarray, float]:
-    """(center (3,), scale) with ``(v - center) * scale`` centred with longest bbox side 1 (DESIGN.md)."""
-    try:
-        from kinemesh.geometry.normalize import normalization
-
-        c, s = normalization(v)
-        return np.asarray(c, dtype=np.float64), float(s)
-    except ImportError:  # geometry not landed yet: same definition
-        lo, hi = v.min(0), v.max(0)
-        side = float((hi - lo).max())
-        return (lo + hi) / 2, 1.0 / max(side, 1e-12)
 
 
 def _check_array(x, name: str) -> np.ndarray:

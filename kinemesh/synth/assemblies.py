@@ -22,7 +22,7 @@ from kinemesh.data.articulated import ArticulatedObject
 from kinemesh.errors import KinemeshError
 from kinemesh.synth import shapes as S
 from kinemesh.synth.categories import GAP, ObjectBuilder
-from kinemesh.synth.validity import is_valid
+from kinemesh.geometry.validity import is_valid
 
 PART_KINDS = ("flap", "lever", "slider", "piston", "knob")
 

@@ -661,7 +661,7 @@ def build(
     """Build one random instance of ``category``; with ``check``, instances whose parts interpenetrate at
     some tested joint configuration are rejected and rebuilt (raises ConfigError for an unknown name)."""
     from kinemesh.errors import ConfigError, KinemeshError
-    from kinemesh.synth.validity import is_valid
+    from kinemesh.geometry.validity import is_valid
 
     if category not in CATEGORIES:
         raise ConfigError(f"unknown category {category!r}; choose from {sorted(CATEGORIES)}")

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from kinemesh.errors import ConfigError, InputFileError
+from kinemesh.geometry.procrustes import kabsch
 
 __all__ = ["Drawable", "load_drawable", "articulated_sweep", "sequence_axes", "turntable"]
 
@@ -171,20 +172,6 @@ def turntable(vertices: np.ndarray, n_frames: int = 72, axes=None) -> tuple[np.n
     return frames.astype(np.float32), rot_axes
 
 
-def _kabsch(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Rigid transform (4, 4) best mapping points a (n,3) onto b (n,3) (least squares)."""
-    ca, cb = a.mean(0), b.mean(0)
-    H = (a - ca).T @ (b - cb)
-    U, _, Vt = np.linalg.svd(H)
-    D = np.eye(3)
-    D[2, 2] = np.sign(np.linalg.det(Vt.T @ U.T))
-    R = Vt.T @ D @ U.T
-    T = np.eye(4)
-    T[:3, :3] = R
-    T[:3, 3] = cb - R @ ca
-    return T
-
-
 def sequence_axes(seq) -> tuple[list, list[str]]:
     """Joint-axis arrows of a KinematicSequence with ``meta.joints``, following the parent part's motion.
 
@@ -203,16 +190,12 @@ def sequence_axes(seq) -> tuple[list, list[str]]:
         o = np.asarray(j["origin"], np.float64)
         d = np.asarray(j["axis"], np.float64)
         d = d / max(np.linalg.norm(d), 1e-12)
-        origins = np.broadcast_to(o, (T, 3)).copy()
-        dirs = np.broadcast_to(d, (T, 3)).copy()
+        origins, dirs = np.tile(o, (T, 1)), np.tile(d, (T, 1))
         if pid is not None and j.get("parent") in names:
             sel = pid == names.index(j["parent"])
             if sel.sum() >= 3:
-                rest = seq.rest_vertices[sel].astype(np.float64)
-                for t in range(T):
-                    M = _kabsch(rest, seq.frames[t][sel].astype(np.float64))
-                    origins[t] = M[:3, :3] @ o + M[:3, 3]
-                    dirs[t] = M[:3, :3] @ d
+                R, t = kabsch(seq.rest_vertices[sel], seq.frames[:, sel])
+                origins, dirs = R @ o + t, R @ d
         axes.append((origins, dirs))
         labels.append(str(j.get("name", f"joint{len(labels)}")))
     return axes, labels

@@ -19,6 +19,7 @@ import numpy as np
 
 from kinemesh.atomic import atomic_path
 from kinemesh.errors import ConfigError
+from kinemesh.geometry.normalize import normalization
 from kinemesh.viz.raster import rasterize
 
 __all__ = [
@@ -290,10 +291,9 @@ class SceneRenderer:
             self.cameras.append(
                 Camera.framing(frame_pts, az, el, width, height, self.style.fov_deg, self.style.margin)
             )
-        lo, hi = pts.min(axis=0), pts.max(axis=0)
-        self.center = 0.5 * (lo + hi)
-        self.diameter = float(np.linalg.norm(hi - lo)) or 1.0
-        self.floor_z = float(lo[2]) - 0.002 * self.diameter
+        self.center, inv = normalization(pts, size="diagonal")
+        self.diameter = 1.0 / inv
+        self.floor_z = float(pts[:, 2].min()) - 0.002 * self.diameter
         self.floor_half = 1.6 * self.diameter
         # Light for the shadow travels mostly downward, tilted towards the first camera's lower right so
         # the shadow peeks out in front of the object instead of hiding behind it.
@@ -557,9 +557,7 @@ def _axis_extent_points(ax, points) -> np.ndarray | None:
     """End points of the drawn arrows, so the framing keeps them in view."""
     if not ax:
         return None
-    p = np.asarray(points, np.float64).reshape(-1, 3)
-    diam = float(np.linalg.norm(p.max(0) - p.min(0))) or 1.0
-    L = RenderStyle().arrow_scale * diam
+    L = RenderStyle().arrow_scale / normalization(np.reshape(points, (-1, 3)), size="diagonal")[1]
     return np.concatenate([np.concatenate([o - 0.35 * L * d, o + L * d]) for o, d in ax])
 
 
