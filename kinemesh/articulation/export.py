@@ -45,9 +45,9 @@ def collision_free_limits(obj: ArticulatedObject, steps: int = 24) -> list[str]:
     pose (``Joint.rest_limits``), then the closing side (the smaller excursion from rest; the opening side is
     the prediction's) cut where the moving subtree, swept from the rest pose towards it in ``steps`` poses,
     enters the rest of the object (the collision test of
-    :mod:`kinemesh.articulation.validity`, GEOPARD's simulator filter): a door then cannot close through its
+    :mod:`kinemesh.geometry.validity`, GEOPARD's simulator filter): a door then cannot close through its
     carcass in a simulator that excludes parent-child contacts. Returns one message per changed joint."""
-    from kinemesh.articulation.validity import OccupancyGrid, moving_groups
+    from kinemesh.geometry.validity import OccupancyGrid, moving_groups
 
     grid, groups, notes = OccupancyGrid(obj), moving_groups(obj), []
     for j in obj.movable_joints:
