@@ -4,6 +4,8 @@ from __future__ import annotations
 
 
 def register(sub):
+    from kinemesh.checks import number
+
     p = sub.add_parser(
         "synth", help="generate synthetic 4D training data (articulated, elastic, cloth) with MuJoCo"
     )
@@ -43,10 +45,14 @@ def register(sub):
         help="real data instead of procedural: every PartNet-Mobility object folder (mobility.urdf) or .urdf "
         "file in DIR gives kinematic sequences and MuJoCo rollouts; splits train/val by object id",
     )
-    p.add_argument("--real-kinematic", type=int, default=2, help="--from-urdf: kinematic sequences per object (2)")
-    p.add_argument("--real-dynamic", type=int, default=4, help="--from-urdf: MuJoCo rollouts per object (4)")
+    count = number(int, 0, 1000)
+    p.add_argument("--real-kinematic", type=count, default=2, help="--from-urdf: kinematic sequences per object (2)")
+    p.add_argument("--real-dynamic", type=count, default=4, help="--from-urdf: MuJoCo rollouts per object (4)")
     p.add_argument(
-        "--max-vertices", type=int, default=4000, help="--from-urdf: vertex budget per object, shared by its parts"
+        "--max-vertices",
+        type=number(int, 100, 10**7),
+        default=4000,
+        help="--from-urdf: vertex budget per object, shared by its parts (default 4000)",
     )
     p.add_argument(
         "--holdout-categories",
