@@ -266,20 +266,30 @@ def _kinematic(obj, rng, n_frames: int, overlap: RestOverlap, tries: int = 4):
 
 
 def run_real_item(args) -> dict:
-    """Generate every sequence of one object (in a worker). Returns a status dict for ``map_items``."""
+    """Generate every sequence of one object (in a worker); ``args`` = (path, out, seed, kinematic, dynamic,
+    kinematic frames, dynamic frames, max vertices). Returns a status dict for ``map_items``."""
+    path = Path(args[0])
+    done = Path(args[1]) / "objects" / f"{object_id(path)}.json"
+    if done.is_file():
+        return json.loads(done.read_text()) | {"status": "skipped", "seconds": 0.0}
+    quiet = logging.getLogger("kinemesh.data")  # load and decimation warnings are counted, not printed
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        return _object_sequences(*args, done=done)
+    finally:
+        quiet.setLevel(level)
+
+
+def _object_sequences(path, out, seed, n_kin, n_dyn, kin_frames, dyn_frames, max_vertices, done: Path) -> dict:
     from kinemesh.atomic import write_text
     from kinemesh.errors import KinemeshError
     from kinemesh.synth.dataset import _retry_dynamic, item_rng
     from kinemesh.geometry.validity import moves
 
-    path, out, seed, n_kin, n_dyn, kin_frames, dyn_frames, max_vertices = args
     path, out = Path(path), Path(out)
     oid = object_id(path)
-    done = out / "objects" / f"{oid}.json"
-    if done.is_file():
-        return json.loads(done.read_text()) | {"status": "skipped", "seconds": 0.0}
     t0 = time.perf_counter()
-    logging.getLogger("kinemesh.data").setLevel(logging.ERROR)  # load warnings are counted, not printed
     res = {"kind": "real", "category": "", "index": oid, "source": str(path), "dropped": []}
     try:
         obj, res["stats"] = prepare_object(path, max_vertices)
@@ -300,7 +310,7 @@ def run_real_item(args) -> dict:
                 else:
                     seq = _retry_dynamic(obj, rng, dyn_frames)
                     seq.meta["source"] = "kinemesh.synth.real"
-                    step = max(1, dyn_frames // 8)  # every 8th frame of the recorded joint values
+                    step = max(1, dyn_frames // 8)  # 8 evenly spaced frames' joint values
                     hits = [h for v in seq.meta["joint_values"][::step] for h in overlap(v)]
                     if hits:
                         raise KinemeshError(f"interpenetration {hits[0][0]}/{hits[0][1]} "
