@@ -225,3 +225,21 @@ def test_real_test_objects_load_for_synthesis(real_objects_dir):
         obj, stats = prepare_object(real_objects_dir / name)
         assert obj.movable_joints and stats["vertices_out"] <= 4000 + 8 * stats["parts"]
         assert RestOverlap(obj)({}) == []
+
+
+def test_flat_parts_are_thickened_for_mujoco(tmp_path):
+    from kinemesh.synth.articulated_motion import dynamic_sequence
+    from kinemesh.synth.real import thickened
+
+    obj, _ = prepare_object(_write_object(tmp_path / "o"))
+    lid = obj.part("lid")
+    lid.vertices, lid.faces = lid.vertices[lid.vertices[:, 2] > 0.415], np.array([[0, 1, 2], [1, 3, 2]])
+    assert len(lid.vertices) == 4  # the lid is now its top face only: a zero-thickness panel
+    sim = thickened(obj)
+    assert len(sim.part("lid").vertices) == 8 and np.ptp(sim.part("lid").vertices[:, 2]) > 0
+    assert len(sim.part("body").vertices) == len(obj.part("body").vertices)  # solid parts unchanged
+    with pytest.raises(Exception, match="coplanar"):
+        dynamic_sequence(obj, np.random.default_rng(0), n_frames=4)
+    with np.errstate(all="ignore"):  # the open panel has no volume (the gravity force bound only)
+        seq = dynamic_sequence(obj, np.random.default_rng(0), n_frames=4, sim_obj=sim)
+    assert seq.n_vertices == sum(len(p.vertices) for p in obj.parts) and detachment(obj, seq) < 1e-6

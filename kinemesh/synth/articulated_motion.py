@@ -56,8 +56,12 @@ def dynamic_sequence(
     duration: float = 2.0,
     n_frames: int = 24,
     timestep: float = 0.002,
+    sim_obj: ArticulatedObject | None = None,
 ) -> KinematicSequence:
     """Simulate ``obj`` in MuJoCo with a random action per joint and record ``n_frames`` frames.
+
+    ``sim_obj`` (same parts and joints, other meshes) is what MuJoCo simulates when given, e.g. with flat
+    parts thickened so that MuJoCo can build their convex hulls; the frames always pose ``obj``'s meshes.
 
     Actions (recorded in ``meta.conditions``): ``gravity`` (a horizontal-axis door/lid released from a random
     opening, falls under gravity with damping, stopped by its limit), ``motor`` (a constant joint force for part
@@ -67,7 +71,7 @@ def dynamic_sequence(
     import mujoco
 
     opts = MjcfOptions(timestep=timestep, damping=float(rng.uniform(0.2, 2.0)), contacts="none")
-    model = load_model(obj, opts)
+    model = load_model(sim_obj or obj, opts)
     data = mujoco.MjData(model)
     actions = {}
     T_on = float(rng.uniform(0.4, 1.2))

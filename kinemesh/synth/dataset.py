@@ -194,7 +194,7 @@ def _articulated_object(cat: str, rng):
     return build(cat, rng)
 
 
-def _retry_dynamic(obj, rng, n_frames, attempts: int = 3):
+def _retry_dynamic(obj, rng, n_frames, attempts: int = 3, sim_obj=None):
     """A dynamic sequence that moves: a diverged run is retried with half the step, a still one (no vertex
     moves 1% of the object's size, ``validity.moves``) with new random actions from the same stream."""
     from kinemesh.errors import KinemeshError, SimulationDivergedError
@@ -204,7 +204,7 @@ def _retry_dynamic(obj, rng, n_frames, attempts: int = 3):
     dt, still = 0.002, 0
     for _ in range(attempts):
         try:
-            seq = dynamic_sequence(obj, rng, n_frames=n_frames, timestep=dt)
+            seq = dynamic_sequence(obj, rng, n_frames=n_frames, timestep=dt, sim_obj=sim_obj)
         except SimulationDivergedError:
             dt *= 0.5
             continue

@@ -235,6 +235,25 @@ class RestOverlap:
         return bad
 
 
+def thickened(obj: ArticulatedObject, rel: float = 1e-3) -> ArticulatedObject:
+    """A copy of ``obj`` for MuJoCo in which every flat part (zero-thickness panel: all vertices within
+    1e-9 x the object's diagonal of one plane) gets a second copy of its vertices ``rel`` x the diagonal
+    along the plane's normal, so that MuJoCo can build its convex hull (it refuses coplanar meshes).
+    Mass and inertia change a little; the recorded frames pose the original meshes."""
+    from kinemesh.data.articulated import Part
+
+    diag = float(np.linalg.norm(np.ptp(np.concatenate([p.vertices for p in obj.parts if len(p.vertices)]), axis=0)))
+    parts = []
+    for p in obj.parts:
+        v, f = p.vertices, p.faces
+        if len(v) >= 3:
+            _, sv, vt = np.linalg.svd(v - v.mean(0), full_matrices=False)
+            if sv[-1] <= 1e-9 * diag * np.sqrt(len(v)):
+                v, f = np.concatenate([v, v + rel * diag * vt[-1]]), np.concatenate([f, f[:, ::-1] + len(v)])
+        parts.append(Part(p.name, v, f, p.label))
+    return ArticulatedObject(parts, obj.joints, obj.category, obj.name, obj.meta)
+
+
 def detachment(obj: ArticulatedObject, seq) -> float:
     """Largest distance between a frame's vertices and the forward kinematics of its recorded joint values
     (``meta.joint_values``), over the object's bounding-box diagonal: 0 when every part stays rigidly on its
@@ -299,7 +318,7 @@ def _object_sequences(path, out, seed, n_kin, n_dyn, kin_frames, dyn_frames, max
                       "seconds": time.perf_counter() - t0}
     cat = re.sub(r"[^A-Za-z0-9_.-]", "_", obj.category) or "unknown"
     obj.name, res["category"] = oid, cat
-    written = []
+    written, sim = [], thickened(obj)
     for k in range(n_kin + n_dyn):
         motion, i = ("kinematic", k) if k < n_kin else ("dynamic", k - n_kin)
         rng = item_rng(seed, "real", oid, k)
@@ -308,7 +327,7 @@ def _object_sequences(path, out, seed, n_kin, n_dyn, kin_frames, dyn_frames, max
                 if motion == "kinematic":
                     seq = _kinematic(obj, rng, kin_frames, overlap)
                 else:
-                    seq = _retry_dynamic(obj, rng, dyn_frames)
+                    seq = _retry_dynamic(obj, rng, dyn_frames, sim_obj=sim)
                     seq.meta["source"] = "kinemesh.synth.real"
                     step = max(1, dyn_frames // 8)  # 8 evenly spaced frames' joint values
                     hits = [h for v in seq.meta["joint_values"][::step] for h in overlap(v)]
@@ -384,7 +403,7 @@ def generate_real(cfg: RealConfig, progress: bool = True) -> dict:
     reasons: dict = {}
     for r in results:
         for d in r.get("dropped", []):
-            key = re.sub(r"[\d.]+%?", "N", d.split(": ", 1)[1].split(" (")[0])
+            key = re.sub(r"\d+(\.\d+)?%?", "N", d.split(": ", 1)[1].split(" (")[0])
             reasons[key] = reasons.get(key, 0) + 1
     report = {
         "seconds": elapsed,
