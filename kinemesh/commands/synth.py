@@ -4,6 +4,8 @@ from __future__ import annotations
 
 
 def register(sub):
+    from kinemesh.checks import number
+
     p = sub.add_parser(
         "synth", help="generate synthetic 4D training data (articulated, elastic, cloth) with MuJoCo"
     )
@@ -29,6 +31,30 @@ def register(sub):
     p.add_argument("--out", default=None, help="output folder (required unless only --preview)")
     p.add_argument("--workers", type=int, default=0, help="worker processes (default: all cores)")
     p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="run on Dask distributed instead of the process pool: local:N (a LocalCluster of N processes) "
+        "or a scheduler address such as tcp://host:8786 (workers need kinemesh and the --out folder; "
+        "pip install 'kinemesh[cluster]')",
+    )
+    p.add_argument(
+        "--from-urdf",
+        default=None,
+        metavar="DIR",
+        help="real data instead of procedural: every PartNet-Mobility object folder (mobility.urdf) or .urdf "
+        "file in DIR gives kinematic sequences and MuJoCo rollouts; splits train/val by object id",
+    )
+    count = number(int, 0, 1000)
+    p.add_argument("--real-kinematic", type=count, default=2, help="--from-urdf: kinematic sequences per object (2)")
+    p.add_argument("--real-dynamic", type=count, default=4, help="--from-urdf: MuJoCo rollouts per object (4)")
+    p.add_argument(
+        "--max-vertices",
+        type=number(int, 100, 10**7),
+        default=4000,
+        help="--from-urdf: vertex budget per object, shared by its parts (default 4000)",
+    )
+    p.add_argument(
         "--holdout-categories",
         default=",".join(_default_holdout()),
         help="categories held out entirely as split test_category ('' for none)",
@@ -42,9 +68,10 @@ def register(sub):
     p.add_argument(
         "--val-fraction",
         type=float,
-        default=0.1,
+        default=None,
         help="fraction of instances per category in split val, for model selection and training curves; "
-        "drawn after the test split, which it never changes (default 0.1)",
+        "drawn after the test split, which it never changes (default 0.1; with --from-urdf the fraction of "
+        "objects, by hash of the object id, default 0.2)",
     )
     p.add_argument(
         "--elastic-meshes",
@@ -87,6 +114,8 @@ def run(args) -> int:
         print(f"wrote {path}")
     if args.out is None:
         return 0
+    if args.from_urdf is not None:
+        return _run_real(args)
     from kinemesh.synth.dataset import SynthConfig, generate
 
     factors = {}
@@ -107,8 +136,9 @@ def run(args) -> int:
         write_assets=args.write_assets,
         holdout_categories=tuple(c.strip() for c in args.holdout_categories.split(",") if c.strip()),
         instance_fraction=args.instance_fraction,
-        val_fraction=args.val_fraction,
+        val_fraction=0.1 if args.val_fraction is None else args.val_fraction,
         workers=args.workers,
+        scheduler=args.scheduler,
         elastic_meshes=tuple(args.elastic_meshes or ()),
     )
     report = generate(cfg, progress=not args.no_progress)
@@ -120,4 +150,33 @@ def run(args) -> int:
     )
     for f in report["failures"]:
         print(f"  dropped {f['kind']}/{f['category']}/{f['index']}: {f['error']}")
+    return 0
+
+
+def _run_real(args) -> int:
+    import os
+    from pathlib import Path
+
+    from kinemesh.synth.real import RealConfig, generate_real
+
+    cfg = RealConfig(
+        source=Path(args.from_urdf),
+        out=Path(args.out),
+        seed=args.seed,
+        kinematic=args.real_kinematic,
+        dynamic=args.real_dynamic,
+        max_vertices=args.max_vertices,
+        val_fraction=0.2 if args.val_fraction is None else args.val_fraction,
+        workers=args.workers or os.cpu_count() or 1,
+        scheduler=args.scheduler,
+    )
+    r = generate_real(cfg, progress=not args.no_progress)
+    st = r["by_status"]
+    print(
+        f"synth --from-urdf: {st['ok']} objects done, {st['skipped']} already present, {st['failed']} dropped "
+        f"in {r['seconds']:.1f} s; {r['sequences']} sequences, {r['frames']} frames; splits {r['splits']}; "
+        f"dropped sequences {r['dropped_sequences']}; manifest {Path(args.out) / 'manifest.jsonl'}"
+    )
+    for f in r["failures"]:
+        print(f"  dropped {f['index']}: {f['error']}")
     return 0

@@ -333,3 +333,17 @@ def moving_groups(obj: ArticulatedObject) -> dict[str, list[str]]:
     """For each part, the parts that move with it: itself plus its whole subtree in the joint tree."""
     parents = {j.child: j.parent for j in obj.joints}
     return {p.name: subtree(parents, p.name) for p in obj.parts}
+
+
+def motion_extent(seq) -> float:
+    """How far a sequence moves: max over frames and vertices of |x_t - x_0|, over the rest bounding-box
+    diagonal (dimensionless). ``seq`` is a KinematicSequence with frames (T, n, 3)."""
+    diag = float(np.linalg.norm(np.ptp(seq.rest_vertices, axis=0)))
+    disp = np.linalg.norm(seq.frames - seq.frames[:1], axis=-1).max()
+    return float(disp) / max(diag, 1e-12)
+
+
+def moves(seq, min_motion: float = 0.01) -> bool:
+    """False for a sequence that does not move: no vertex ever gets ``min_motion`` x the object's
+    bounding-box diagonal away from its position in the first frame (such sequences teach no motion)."""
+    return motion_extent(seq) >= min_motion

@@ -23,13 +23,15 @@ def kinematic_sequence(
     p_closed: float = 0.25,
     fps: float = 10.0,
 ) -> KinematicSequence:
-    """Random joint configurations within limits; each joint stays at rest with probability ``p_closed``."""
+    """Random joint configurations within limits; each joint stays at rest with probability ``p_closed``
+    (its value nearest to 0 within the limits: real objects may rest outside their own range)."""
+    rest = {j.name: rest_value(j) for j in obj.movable_joints}
     configs = []
     for _ in range(n_frames):
         vals = obj.sample_values(rng)
         for k in vals:
             if rng.random() < p_closed:
-                vals[k] = 0.0
+                vals[k] = rest[k]
         configs.append(vals)
     return obj.to_sequence(
         configs,
@@ -37,6 +39,11 @@ def kinematic_sequence(
         source="kinemesh.synth",
         extra_meta={"motion": "kinematic", "conditions": {"p_closed": p_closed}},
     )
+
+
+def rest_value(joint) -> float:
+    """The joint value nearest to the rest pose (0) within the joint's limits (rad or m)."""
+    return float(np.clip(0.0, *joint.limits)) if joint.limits is not None else 0.0
 
 
 def _horizontal(axis: np.ndarray) -> bool:
@@ -49,8 +56,12 @@ def dynamic_sequence(
     duration: float = 2.0,
     n_frames: int = 24,
     timestep: float = 0.002,
+    sim_obj: ArticulatedObject | None = None,
 ) -> KinematicSequence:
     """Simulate ``obj`` in MuJoCo with a random action per joint and record ``n_frames`` frames.
+
+    ``sim_obj`` (same parts and joints, other meshes) is what MuJoCo simulates when given, e.g. with flat
+    parts thickened so that MuJoCo can build their convex hulls; the frames always pose ``obj``'s meshes.
 
     Actions (recorded in ``meta.conditions``): ``gravity`` (a horizontal-axis door/lid released from a random
     opening, falls under gravity with damping, stopped by its limit), ``motor`` (a constant joint force for part
@@ -60,7 +71,7 @@ def dynamic_sequence(
     import mujoco
 
     opts = MjcfOptions(timestep=timestep, damping=float(rng.uniform(0.2, 2.0)), contacts="none")
-    model = load_model(obj, opts)
+    model = load_model(sim_obj or obj, opts)
     data = mujoco.MjData(model)
     actions = {}
     T_on = float(rng.uniform(0.4, 1.2))
@@ -71,6 +82,7 @@ def dynamic_sequence(
         qa, da = model.jnt_qposadr[jid], model.jnt_dofadr[jid]
         lo, hi = j.limits if j.limits is not None else (-np.pi, np.pi)
         span = hi - lo
+        q0 = data.qpos[qa] = rest_value(j)  # a real joint may rest outside its range: start inside it
         choices = ["motor", "motor", "impulse"] + ([] if ji == forced else ["still", "still"])
         if j.type == "revolute" and _horizontal(j.axis):
             choices += ["gravity", "gravity"]
@@ -86,7 +98,8 @@ def dynamic_sequence(
             data.qpos[qa] = q0
             cond["initial_value"] = q0
         elif act == "motor":
-            sign = 1.0 if (lo >= 0 or rng.random() < 0.7) else -1.0
+            # away from the limit the joint starts at (a motor pushing into its limit moves nothing)
+            sign = 1.0 if q0 <= lo else -1.0 if q0 >= hi else (1.0 if rng.random() < 0.7 else -1.0)
             # accelerate through about half the range in T_on
             f = sign * inertia * span / T_on**2 * float(rng.uniform(0.8, 3.0))
             cond.update(force=f, duration=T_on, lo=lo, hi=hi)
@@ -95,7 +108,7 @@ def dynamic_sequence(
                 cond["force"] = f
         elif act == "impulse":
             v = float(rng.uniform(0.8, 3.0)) * span / duration * (1 if rng.random() < 0.75 else -1)
-            if lo >= 0 and v < 0:
+            if (v < 0 and q0 <= lo) or (v > 0 and q0 >= hi):
                 data.qpos[qa] = float(rng.uniform(lo, hi))
                 cond["initial_value"] = float(data.qpos[qa])
             data.qvel[da] = v
@@ -119,6 +132,7 @@ def dynamic_sequence(
         if data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0 or not np.all(np.isfinite(data.qpos)):
             raise SimulationDivergedError(f"{obj.name}: rigid simulation diverged at t={t:.3f} s")
         if (s + 1) % every == 0 and len(frames) < n_frames:
+            mujoco.mj_kinematics(model, data)  # mj_step leaves xpos/xmat at the qpos before its update
             T = body_transforms(model, data, obj)
             verts = [
                 p.vertices @ T[p.name][:3, :3].T + T[p.name][:3, 3] for p in obj.parts if len(p.vertices)

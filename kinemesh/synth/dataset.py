@@ -41,6 +41,7 @@ class SynthConfig:
     instance_fraction: float = 0.15  # fraction of instances per category reserved for testing
     val_fraction: float = 0.1  # fraction of instances per category in split val (model selection, curves)
     workers: int = 0  # worker processes (0 = all cores)
+    scheduler: str | None = None  # Dask: "local:N" (LocalCluster of N processes) or a scheduler address
     elastic_meshes: tuple[
         str, ...
     ] = ()  # the user's own watertight meshes, simulated as extra elastic categories
@@ -118,6 +119,8 @@ def run_item(args) -> dict:
     paths = item_paths(out, kind, cat, index)
     if all(p.exists() for p in paths):
         return {"kind": kind, "category": cat, "index": index, "status": "skipped", "seconds": 0.0}
+    from kinemesh.errors import KinemeshError
+
     t0 = time.perf_counter()
     rng = item_rng(seed, kind, cat, index)
     iid = f"{cat}_{index:04d}"
@@ -140,6 +143,11 @@ def run_item(args) -> dict:
             from kinemesh.synth.cloth import simulate_cloth
 
             seqs = [simulate_cloth(cat, rng, n_frames=dyn_frames)]
+        from kinemesh.geometry.validity import motion_extent, moves
+
+        for seq in seqs:  # a sequence that does not move teaches nothing: the item is dropped
+            if not moves(seq):
+                raise KinemeshError(f"no motion (extent {motion_extent(seq):.2g} of the size)")
         for seq, path in zip(seqs, paths):
             seq.meta["instance"] = iid
             seq.meta["seed"] = [seed, kind, cat, index]
@@ -186,16 +194,25 @@ def _articulated_object(cat: str, rng):
     return build(cat, rng)
 
 
-def _retry_dynamic(obj, rng, n_frames):
-    from kinemesh.errors import SimulationDivergedError
+def _retry_dynamic(obj, rng, n_frames, attempts: int = 3, sim_obj=None):
+    """A dynamic sequence that moves: a diverged run is retried with half the step, a still one (no vertex
+    moves 1% of the object's size, ``validity.moves``) with new random actions from the same stream."""
+    from kinemesh.errors import KinemeshError, SimulationDivergedError
     from kinemesh.synth.articulated_motion import dynamic_sequence
+    from kinemesh.geometry.validity import moves
 
-    dt = 0.002
-    for _ in range(3):
+    dt, still = 0.002, 0
+    for _ in range(attempts):
         try:
-            return dynamic_sequence(obj, rng, n_frames=n_frames, timestep=dt)
+            seq = dynamic_sequence(obj, rng, n_frames=n_frames, timestep=dt, sim_obj=sim_obj)
         except SimulationDivergedError:
             dt *= 0.5
+            continue
+        if moves(seq):
+            return seq
+        still += 1
+    if still:
+        raise KinemeshError(f"{obj.name}: no motion in {still} of {attempts} rigid simulations")
     raise SimulationDivergedError(f"{obj.name}: rigid simulation diverged even at dt={dt * 2:g} s")
 
 
@@ -207,6 +224,86 @@ def _write_assets(obj, folder: Path) -> None:
 
     write_partnet_folder(obj, folder)
     write_text(folder.parent / f"{folder.name}.xml", articulated_to_mjcf(obj, MjcfOptions(floor=True)))
+
+
+def check_scheduler(scheduler: str | None) -> None:
+    """ConfigError for a malformed ``--scheduler`` (checked before any work), MissingDependencyError when
+    Dask distributed is not installed."""
+    from kinemesh.errors import ConfigError, MissingDependencyError
+
+    if not scheduler:
+        return
+    if scheduler.startswith("local:"):
+        n = scheduler[len("local:") :]
+        if not n.isdigit() or int(n) < 1:
+            raise ConfigError(f"--scheduler: expected local:N with N >= 1 worker processes, got {scheduler!r}")
+    elif "://" not in scheduler and ":" not in scheduler:
+        raise ConfigError(f"--scheduler: expected local:N or a Dask scheduler address host:port, got {scheduler!r}")
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise MissingDependencyError("kinemesh[cluster]", "--scheduler (Dask distributed)") from None
+
+
+def map_items(fn, args: list, workers: int = 1, scheduler: str | None = None, progress: bool = True):
+    """Yield ``fn(a)`` for every ``a`` of ``args`` as the items finish, with a progress bar.
+
+    Engines: ``scheduler`` None runs a process pool of ``workers`` (1 = in this process); ``"local:N"`` a Dask
+    ``LocalCluster`` of N single-threaded worker processes; any other string is the address of a running Dask
+    scheduler (``tcp://host:8786``) whose workers import kinemesh and see the output folder. ``fn`` must be a
+    module-level function returning a dict with ``status`` (failed items are printed above the bar). Each
+    item's result depends on its arguments only, so every engine writes the same files.
+    """
+    from kinemesh.progress import tqdm
+
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # inherited by worker processes
+    bar = tqdm(total=len(args), desc="synth", unit="item", disable=not progress)
+    try:
+        for r in _run_all(fn, args, workers, scheduler):
+            bar.update(1)
+            if r.get("status") == "failed":
+                bar.write(f"dropped {r.get('kind', '')}/{r.get('category', '')}/{r.get('index', '')}: {r['error']}")
+            yield r
+    finally:
+        bar.close()
+
+
+def _run_all(fn, args, workers, scheduler):
+    if scheduler:
+        from distributed import Client, LocalCluster, as_completed
+
+        from kinemesh.errors import ConfigError
+
+        cluster = None
+        if scheduler.startswith("local:"):
+            cluster = LocalCluster(
+                n_workers=int(scheduler[len("local:") :]),
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=40,
+            )
+        try:
+            try:
+                client = Client(cluster if cluster is not None else scheduler, timeout="20s")
+            except OSError as exc:
+                raise ConfigError(f"--scheduler: cannot reach the Dask scheduler {scheduler} ({exc})") from None
+            try:
+                for fut in as_completed(client.map(fn, args, pure=False)):
+                    yield fut.result()
+            finally:
+                client.close()
+        finally:
+            if cluster is not None:
+                cluster.close()
+    elif workers <= 1:
+        yield from map(fn, args)
+    else:
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for fut in as_completed([pool.submit(fn, a) for a in args]):
+                yield fut.result()
 
 
 def _check_category_names(cfg: SynthConfig, user: dict[str, str]) -> None:
@@ -232,14 +329,10 @@ def _check_category_names(cfg: SynthConfig, user: dict[str, str]) -> None:
 
 
 def generate(cfg: SynthConfig, progress: bool = True) -> dict:
-    """Generate the dataset of ``cfg`` with a process pool; write the manifest and a report.
+    """Generate the dataset of ``cfg`` (process pool or Dask, ``map_items``); write the manifest and a report.
 
     Returns the report dict (counts per kind, failures, seconds). Raises ConfigError for bad options.
     """
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    from kinemesh.progress import tqdm
-
     from kinemesh.atomic import write_text
     from kinemesh.data import manifest as mf
     from kinemesh.errors import ConfigError
@@ -261,28 +354,13 @@ def generate(cfg: SynthConfig, progress: bool = True) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     jobs = make_jobs(cfg)
     workers = cfg.workers or os.cpu_count() or 1
+    check_scheduler(cfg.scheduler)
     args = [
         (k, c, i, str(out), cfg.seed, cfg.kinematic_frames, cfg.dynamic_frames, cfg.write_assets, user)
         for k, c, i in jobs
     ]
     t0 = time.perf_counter()
-    results = []
-    bar = tqdm(total=len(args), desc="synth", unit="item", disable=not progress)
-    if workers <= 1:
-        for a in args:
-            results.append(run_item(a))
-            bar.update(1)
-    else:
-        os.environ.setdefault("OMP_NUM_THREADS", "1")
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futs = [pool.submit(run_item, a) for a in args]
-            for f in as_completed(futs):
-                r = f.result()
-                results.append(r)
-                bar.update(1)
-                if r["status"] == "failed":
-                    bar.write(f"dropped {r['kind']}/{r['category']}/{r['index']}: {r['error']}")
-    bar.close()
+    results = list(map_items(run_item, args, workers, cfg.scheduler, progress))
     elapsed = time.perf_counter() - t0
     entries = [e for e in mf.scan_dataset(out) if e["kind"] in KINDS]
     entries = mf.assign_splits(
@@ -296,6 +374,7 @@ def generate(cfg: SynthConfig, progress: bool = True) -> dict:
     report = {
         "seconds": elapsed,
         "workers": workers,
+        "scheduler": cfg.scheduler,
         "items": len(results),
         "by_status": {s: sum(r["status"] == s for r in results) for s in ("ok", "skipped", "failed")},
         "by_kind": {},
