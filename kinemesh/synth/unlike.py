@@ -119,7 +119,7 @@ def globe(k: _Kit) -> ArticulatedObject:
     k.part("meridian", "frame", ring, _sleeve(rp + 0.001, rp + 0.004, [0, 0, top - 0.02], [0, 0, top + rt]))
     k.joint("continuous", "stand", "meridian", Z, [0, 0, top])
     a = np.array([np.sin(tilt), 0, np.cos(tilt)])
-    pins = [_rod(c + s * a * (R - 0.01), c + s * a * rho, 0.6 * rt, 8) for s in (-1, 1)]
+    pins = [_rod(c + s * a * (R - 0.01), c + s * a * (rho + rt), 0.6 * rt, 8) for s in (-1, 1)]  # into the ring
     k.part("globe", "sphere", trimesh.creation.icosphere(3, R).apply_translation(c), *pins)
     k.joint("continuous", "meridian", "globe", a, c)
     return k.done(radius=R, tilt=tilt)
@@ -211,7 +211,7 @@ def toy_piano(k: _Kit) -> ArticulatedObject:
     k.joint("revolute", "case", "key_cover", X, [0, -0.004, zc + 0.012], (-np.pi / 2, 0.0))
     k.part("top_lid", "lid", _box([0, D / 2, zt + 0.008], [W, D, 0.012]),
            _box([0, D / 2 - D * 0.4, zt + 0.018], [0.08, 0.015, 0.008]))
-    k.joint("revolute", "case", "top_lid", X, [0, D, zt + 0.014], (-1.4, 0.0))
+    k.joint("revolute", "case", "top_lid", X, [0, D, zt], (-1.4, 0.0))
     return k.done(keys=n, key_length=Lk)
 
 
@@ -229,8 +229,10 @@ def toilet(k: _Kit) -> ArticulatedObject:
     yt = yb + 0.045  # tank front face
     tank = [_box([0, yt + td / 2, zr - 0.05 + th / 2], [tw, td, th]), _box([0, yt + td / 2, zr - 0.05 + th + 0.01], [tw + 0.02, td + 0.02, 0.02]),
             _box([0, (yb + yt) / 2, zr - 0.1], [0.6 * tw, yt - yb + 0.04, 0.12])]
-    k.part("base", "bowl", bowl, ped, rim, *tank)
     hinge = np.array([0, yb + 0.02, zr + 0.015 + 0.02])
+    pin = [_rod(hinge - [0.16, 0, 0], hinge + [0.16, 0, 0], 0.006)]  # shared by the seat's and the lid's blocks
+    pin += [_box([s * 0.105, hinge[1], (zr - 0.045 + hinge[2]) / 2], [0.015, 0.015, hinge[2] - zr + 0.045]) for s in (-1, 1)]
+    k.part("base", "bowl", bowl, ped, rim, *tank, *pin)
     seat = _pose(trimesh.creation.annulus(0.65 * rb, rb + 0.005, height=0.02, sections=40), S, [0, yc, zr + 0.026])
     blocks = [_box([s * 0.08, (yb + hinge[1]) / 2 - 0.005, hinge[2] - 0.01], [0.03, hinge[1] - yb + 0.03, 0.02]) for s in (-1, 1)]
     k.part("seat", "seat", seat, *blocks)
@@ -417,7 +419,7 @@ def folding_fan(k: _Kit) -> ArticulatedObject:
         name = k.part(f"rib_{i}" if 0 < i < n - 1 else f"guard_{min(i, 1)}", "rib" if 0 < i < n - 1 else "guard",
                       *[_pose(c, axis_angle_matrix(Z, ang)) for c in comps])
         if i:
-            k.joint("revolute", "guard_0", name, Z, [0, 0, 0], (-(A * i / (n - 1)), 0.0))
+            k.joint("revolute", "guard_0", name, Z, [0, 0, z0], (-(A * i / (n - 1)), 0.0))
     return k.done(ribs=n, opening=A)
 
 
