@@ -1,21 +1,21 @@
 """Held-out categories unlike the training ones, built by code independent of the procedural factory.
 
 The articulation predictor is trained on ``kinemesh.synth.categories`` (cabinets, drawers, doors, lids, lamp
-chains, pliers...) and the random box assemblies; the held-out categories of ``articulation.dataset`` come from
-the same factory, so they share its part builders, its watertight boolean meshes and its joint layouts. This
-module measures generalization instead (issue 16, item 5): ten categories whose shapes and joint layouts occur
-in no training category (synthetic or real), built here from raw trimesh primitives and surfaces of
-revolution, without booleans, so that, like real assets, a part is several overlapping components and some
-components are open shells:
+chains, pliers...) and the random box assemblies; the held-out categories of ``articulation.dataset`` come
+from the same factory, so they share its part builders, its watertight boolean meshes and its joint layouts.
+This module measures generalization instead (issue 16, item 5): ten categories whose shapes and joint
+layouts occur in no training category (synthetic or real), built here from raw trimesh primitives and
+surfaces of revolution, without booleans, so that, like real assets, a part is several overlapping
+components and some components are open shells:
 
 - ``globe``: a meridian ring turning about the post (continuous), the globe about a tilted axis inside it;
 - ``ceiling_fan``: 3-5 pitched blades on one rotor turning about the hanging downrod (continuous);
-- ``step_ladder``: the rear legs fold about the top hinge, a pail shelf folds on the rear legs (revolute chain);
+- ``step_ladder``: rear legs folding about the top hinge, a pail shelf folding on them (revolute chain);
 - ``toy_piano``: 7-12 keys pivoting at their back ends, a key cover and a top lid (many parallel hinges);
 - ``toilet``: seat and lid on one shared hinge (the lid at rest upright), a flush lever (revolute);
 - ``suitcase``: a telescoping handle (two prismatic joints in series), wheels (continuous), a welded handle;
 - ``robot_arm``: waist, shoulder, elbow, a wrist rolling about the oblique forearm, two oblique finger slides;
-- ``barn_door``: a door hung on a rail sliding along the wall, a latch hinged on the door (prismatic -> revolute);
+- ``barn_door``: a door hung on a rail sliding along the wall, a latch hinged on it (prismatic -> revolute);
 - ``telescope``: azimuth, altitude, an oblique focuser slide and a focus knob on a tripod;
 - ``folding_fan``: 5-9 ribs all turning about one rivet, each with its own range.
 
@@ -119,7 +119,7 @@ def globe(k: _Kit) -> ArticulatedObject:
     k.part("meridian", "frame", ring, _sleeve(rp + 0.001, rp + 0.004, [0, 0, top - 0.02], [0, 0, top + rt]))
     k.joint("continuous", "stand", "meridian", Z, [0, 0, top])
     a = np.array([np.sin(tilt), 0, np.cos(tilt)])
-    pins = [_rod(c + s * a * (R - 0.01), c + s * a * (rho + rt), 0.6 * rt, 8) for s in (-1, 1)]  # into the ring
+    pins = [_rod(c + s * a * (R - 0.01), c + s * a * (rho + rt), 0.6 * rt, 8) for s in (-1, 1)]
     k.part("globe", "sphere", trimesh.creation.icosphere(3, R).apply_translation(c), *pins)
     k.joint("continuous", "meridian", "globe", a, c)
     return k.done(radius=R, tilt=tilt)
@@ -143,8 +143,10 @@ def ceiling_fan(k: _Kit) -> ArticulatedObject:
     for i in range(n):
         Rz = axis_angle_matrix(Z, phi0 + 2 * np.pi * i / n)
         r0 = Rm + 0.03
-        comps.append(_box(Rz @ [0.5 * (0.6 * Rm + r0 + 0.06), 0, zb - 0.004], [r0 + 0.06 - 0.6 * Rm, 0.025, 0.008], Rz))
-        comps.append(_box(Rz @ [r0 + Lb / 2, 0, zb - 0.0115], [Lb, wb, 0.008], Rz @ axis_angle_matrix(X, pitch)))
+        iron = [r0 + 0.06 - 0.6 * Rm, 0.025, 0.008]  # the blade iron joins the rotor's underside to the blade
+        comps.append(_box(Rz @ [0.5 * (0.6 * Rm + r0 + 0.06), 0, zb - 0.004], iron, Rz))
+        blade = Rz @ axis_angle_matrix(X, pitch)
+        comps.append(_box(Rz @ [r0 + Lb / 2, 0, zb - 0.0115], [Lb, wb, 0.008], blade))
     k.part("rotor", "blades", *comps)
     k.joint("continuous", "mount", "rotor", Z * float(k.rng.choice([-1, 1])), [0, 0, zr])
     return k.done(blades=n, blade_length=Lb)
@@ -172,7 +174,7 @@ def step_ladder(k: _Kit) -> ArticulatedObject:
         p0 = np.array([s * xr, hinge[1] + hinge[2] * np.tan(be), 0])
         p1 = np.array([s * xr, hinge[1], zt])
         rear.append(_box((p0 + p1) / 2, [t, dr, np.linalg.norm(p1 - p0)], axis_angle_matrix(X, be)))
-        rear.append(_box([s * (W / 2 + t / 2 + 0.002), hinge[1], hinge[2]], [0.003, 0.03, 0.03]))  # hinge plate
+        rear.append(_box([s * (W / 2 + t / 2 + 0.002), hinge[1], hinge[2]], [0.003, 0.03, 0.03]))  # hinge
     for f in (0.3, 0.6):
         zc = f * zt
         rear.append(_rod([-xr, hinge[1] + (hinge[2] - zc) * np.tan(be), zc],
@@ -185,7 +187,8 @@ def step_ladder(k: _Kit) -> ArticulatedObject:
     Ls = k.u(0.6, 0.85) * (gapf - dr - 0.01)
     k.part("shelf", "shelf", _box([0, ys - dr / 2 - Ls / 2, hs], [2 * xr - t, Ls, 0.015]),
            *[_box([s * (xr - 0.7 * t), ys - dr / 2 - 0.01, hs], [0.4 * t, 0.03, 0.03]) for s in (-1, 1)])
-    k.joint("revolute", "rear_legs", "shelf", X, [0, ys - dr / 2, hs + 0.0075], (-(np.pi / 2 - be) * 0.95, 0.0))
+    k.joint("revolute", "rear_legs", "shelf", X, [0, ys - dr / 2, hs + 0.0075],
+            (-(np.pi / 2 - be) * 0.95, 0.0))
     return k.done(height=H, steps=n)
 
 
@@ -196,7 +199,8 @@ def toy_piano(k: _Kit) -> ArticulatedObject:
     W = n * kw + 2 * cw
     zt = kz + Hu
     case = [_box([0, D / 2, kz / 2], [W, D, kz]), _box([0, D / 2, kz + Hu / 2], [W, D, Hu]),
-            _box([0, -Lk / 2 - 0.01, kz - 0.01], [W, Lk + 0.02, 0.02]), _box([0, -0.006, kz + 0.006], [W - 2 * cw, 0.012, 0.012])]
+            _box([0, -Lk / 2 - 0.01, kz - 0.01], [W, Lk + 0.02, 0.02]),  # key bed
+            _box([0, -0.006, kz + 0.006], [W - 2 * cw, 0.012, 0.012])]  # the rail the keys rest on
     case += [_box([s * (W - cw) / 2, -Lk / 2 - 0.01, kz + 0.03], [cw, Lk + 0.02, 0.06]) for s in (-1, 1)]
     for s in (-1, 1):  # legs: open tubes
         case += [_shell([(0.015, 0.0), (0.02, kz - 0.02)], [s * (W / 2 - 0.03), -Lk + 0.01, 0], n=12)]
@@ -204,9 +208,11 @@ def toy_piano(k: _Kit) -> ArticulatedObject:
     for i in range(n):
         x = -n * kw / 2 + (i + 0.5) * kw
         k.part(f"key_{i}", "key", _box([x, -0.002 - Lk / 2, kz + 0.012 + 0.011], [kw - 0.002, Lk, 0.022]))
-        k.joint("revolute", "case", f"key_{i}", X, [x, -0.002, kz + 0.012], (0.0, float(np.arcsin(0.01 / Lk))))
+        travel = float(np.arcsin(0.01 / Lk))  # the front drops 1 cm of its 1.2 cm clearance
+        k.joint("revolute", "case", f"key_{i}", X, [x, -0.002, kz + 0.012], (0.0, travel))
     zc = kz + 0.06 + 0.004
-    k.part("key_cover", "lid", _box([0, -(Lk + 0.02) / 2, zc + 0.006], [W - 2 * cw - 0.004, Lk + 0.02, 0.012]),
+    k.part("key_cover", "lid",
+           _box([0, -(Lk + 0.02) / 2, zc + 0.006], [W - 2 * cw - 0.004, Lk + 0.02, 0.012]),
            _rod([-(W / 2 - cw - 0.01), -0.004, zc + 0.012], [W / 2 - cw - 0.01, -0.004, zc + 0.012], 0.004))
     k.joint("revolute", "case", "key_cover", X, [0, -0.004, zc + 0.012], (-np.pi / 2, 0.0))
     k.part("top_lid", "lid", _box([0, D / 2, zt + 0.008], [W, D, 0.012]),
@@ -221,31 +227,38 @@ def toilet(k: _Kit) -> ArticulatedObject:
     ey, zr, rb = k.u(1.15, 1.35), k.u(0.36, 0.42), k.u(0.16, 0.2)
     S = np.diag([1.0, ey, 1.0])
     yc = -k.u(0.2, 0.28)
-    bowl = _pose(_shell([(0.3 * rb, zr - 0.25), (0.7 * rb, zr - 0.15), (0.95 * rb, zr - 0.04), (rb, zr)], [0, 0, 0]), S, [0, yc, 0])
-    ped = _pose(_shell([(0, 0), (0.75 * rb, 0), (0.55 * rb, 0.1), (0.4 * rb, zr - 0.2), (0, zr - 0.2)], [0, 0, 0]), S, [0, yc, 0])
+    bowl = _shell([(0.3 * rb, zr - 0.25), (0.7 * rb, zr - 0.15), (0.95 * rb, zr - 0.04), (rb, zr)], [0, 0, 0])
+    ped = _shell([(0, 0), (0.75 * rb, 0), (0.55 * rb, 0.1), (0.4 * rb, zr - 0.2), (0, zr - 0.2)], [0, 0, 0])
+    bowl, ped = _pose(bowl, S, [0, yc, 0]), _pose(ped, S, [0, yc, 0])
     rim = _pose(trimesh.creation.torus(rb, 0.015, major_sections=40, minor_sections=8), S, [0, yc, zr])
     yb = yc + rb * ey  # back of the rim
     tw, td, th = k.u(0.35, 0.48), k.u(0.14, 0.2), k.u(0.28, 0.42)
     yt = yb + 0.045  # tank front face
-    tank = [_box([0, yt + td / 2, zr - 0.05 + th / 2], [tw, td, th]), _box([0, yt + td / 2, zr - 0.05 + th + 0.01], [tw + 0.02, td + 0.02, 0.02]),
+    tank = [_box([0, yt + td / 2, zr - 0.05 + th / 2], [tw, td, th]),
+            _box([0, yt + td / 2, zr - 0.05 + th + 0.01], [tw + 0.02, td + 0.02, 0.02]),
             _box([0, (yb + yt) / 2, zr - 0.1], [0.6 * tw, yt - yb + 0.04, 0.12])]
     hinge = np.array([0, yb + 0.02, zr + 0.015 + 0.02])
-    pin = [_rod(hinge - [0.16, 0, 0], hinge + [0.16, 0, 0], 0.006)]  # shared by the seat's and the lid's blocks
-    pin += [_box([s * 0.105, hinge[1], (zr - 0.045 + hinge[2]) / 2], [0.015, 0.015, hinge[2] - zr + 0.045]) for s in (-1, 1)]
+    pin = [_rod(hinge - [0.16, 0, 0], hinge + [0.16, 0, 0], 0.006)]  # through the seat's and the lid's blocks
+    pin += [_box([s * 0.105, hinge[1], (zr - 0.045 + hinge[2]) / 2], [0.015, 0.015, hinge[2] - zr + 0.045])
+            for s in (-1, 1)]
     k.part("base", "bowl", bowl, ped, rim, *tank, *pin)
-    seat = _pose(trimesh.creation.annulus(0.65 * rb, rb + 0.005, height=0.02, sections=40), S, [0, yc, zr + 0.026])
-    blocks = [_box([s * 0.08, (yb + hinge[1]) / 2 - 0.005, hinge[2] - 0.01], [0.03, hinge[1] - yb + 0.03, 0.02]) for s in (-1, 1)]
+    seat = _pose(trimesh.creation.annulus(0.65 * rb, rb + 0.005, height=0.02, sections=40), S,
+                 [0, yc, zr + 0.026])
+    yblk = (yb + hinge[1]) / 2 - 0.005
+    blocks = [_box([s * 0.08, yblk, hinge[2] - 0.01], [0.03, hinge[1] - yb + 0.03, 0.02]) for s in (-1, 1)]
     k.part("seat", "seat", seat, *blocks)
     k.joint("revolute", "base", "seat", X, hinge, (-1.25, 0.0))
     lid = _pose(trimesh.creation.cylinder(rb + 0.01, 0.016, sections=40), S, [0, yc, zr + 0.047])
-    lblocks = [_box([s * 0.13, (yb + hinge[1]) / 2, hinge[2] + 0.008], [0.03, hinge[1] - yb + 0.02, 0.016]) for s in (-1, 1)]
+    lblocks = [_box([s * 0.13, (yb + hinge[1]) / 2, hinge[2] + 0.008], [0.03, hinge[1] - yb + 0.02, 0.016])
+               for s in (-1, 1)]
     open_ = k.u(1.35, 1.45)  # the lid leans slightly forward of upright
     Rl = axis_angle_matrix(X, -open_)
     lid_parts = [_pose(_pose(m, None, -hinge), Rl, hinge) for m in (lid, *lblocks)]
     k.part("lid", "lid", *lid_parts)
     k.joint("revolute", "base", "lid", X, hinge, (0.0, open_))
     hub = np.array([-tw / 2 + 0.06, yt, zr - 0.05 + th - 0.06])
-    k.part("lever", "handle", _rod(hub + [0, 0.002, 0], hub - [0, 0.02, 0], 0.01), _box(hub + [0.035, -0.016, 0], [0.07, 0.008, 0.012]))
+    k.part("lever", "handle", _rod(hub + [0, 0.002, 0], hub - [0, 0.02, 0], 0.01),
+           _box(hub + [0.035, -0.016, 0], [0.07, 0.008, 0.012]))
     k.joint("revolute", "base", "lever", -Y, hub, (0.0, 0.6))
     return k.done(rim_radius=rb, lid_open=open_)
 
@@ -266,14 +279,18 @@ def suitcase(k: _Kit) -> ArticulatedObject:
             body.append(_sleeve(r1 + 0.001, r1 + 0.005, [s * sx, yh, z], [s * sx, yh, z + 0.03]))
     xw = W / 2 - 0.05
     for s in (-1, 1):  # wheel brackets
-        body += [_box([s * xw + e * 0.02, D / 2 - rw - 0.01, (rw + zb) / 2 - 0.004], [0.008, 0.03, zb - rw + 0.008]) for e in (-1, 1)]
+        zc_b = (rw + zb) / 2 - 0.004
+        body += [_box([s * xw + e * 0.02, D / 2 - rw - 0.01, zc_b], [0.008, 0.03, zb - rw + 0.008])
+                 for e in (-1, 1)]
     k.part("body", "body", *body)
     L1 = H - 0.08
-    k.part("handle_outer", "handle", *[_shell([(r1, 0), (r1, L1)], [s * sx, yh, zb + H + 0.01 - L1], n=12) for s in (-1, 1)])
+    k.part("handle_outer", "handle",
+           *[_shell([(r1, 0), (r1, L1)], [s * sx, yh, zb + H + 0.01 - L1], n=12) for s in (-1, 1)])
     k.joint("prismatic", "body", "handle_outer", Z, [0, yh, zb + H - L1 / 2], (0.0, 0.7 * L1))
     r2, L2 = 0.75 * r1, L1 - 0.02
     top = zb + H + 0.02
-    k.part("handle_inner", "handle", *[_rod([s * sx, yh, top - L2], [s * sx, yh, top], r2, 12) for s in (-1, 1)],
+    k.part("handle_inner", "handle",
+           *[_rod([s * sx, yh, top - L2], [s * sx, yh, top], r2, 12) for s in (-1, 1)],
            _box([0, yh, top + 0.015], [2 * sx + 4 * r1, 0.03, 0.03]))
     k.joint("prismatic", "handle_outer", "handle_inner", Z, [0, yh, top - L2 / 2], (0.0, 0.75 * L2))
     for i, s in enumerate((-1, 1)):
@@ -293,20 +310,22 @@ def robot_arm(k: _Kit) -> ArticulatedObject:
     rolls about the oblique forearm, and a two-finger gripper sliding along an oblique palm direction."""
     r0, h0, psi = k.u(0.08, 0.12), k.u(0.04, 0.07), k.u(-np.pi, np.pi)
     f, lat = np.array([np.cos(psi), np.sin(psi), 0]), np.array([-np.sin(psi), np.cos(psi), 0])
+    bolts = [0.8 * r0 * np.array([np.cos(a), np.sin(a), 0]) for a in np.arange(4) * np.pi / 2 + 0.4]
     k.part("base", "base", _rod([0, 0, 0], [0, 0, h0], r0, 32),
-           *[_rod([0.8 * r0 * np.cos(a), 0.8 * r0 * np.sin(a), h0 - 0.002], [0.8 * r0 * np.cos(a), 0.8 * r0 * np.sin(a), h0 + 0.008], 0.006, 8)
-             for a in np.arange(4) * np.pi / 2 + 0.4])
+           *[_rod(b + [0, 0, h0 - 0.002], b + [0, 0, h0 + 0.008], 0.006, 8) for b in bolts])
     ht, rj, wl = k.u(0.05, 0.1), k.u(0.03, 0.045), k.u(0.05, 0.07)
     S = np.array([0, 0, h0 + 0.004 + ht + rj])
     waist = [_rod([0, 0, h0 + 0.004], [0, 0, h0 + 0.004 + ht], 0.8 * r0, 32)]
-    waist += [_box(S + lat * s * (wl / 2 + 0.012) - [0, 0, (rj + 0.01) / 2 - 0.005], [0.02, 0.02, rj + 0.02]) for s in (-1, 1)]
+    waist += [_box(S + lat * s * (wl / 2 + 0.012) - [0, 0, (rj + 0.01) / 2 - 0.005], [0.02, 0.02, rj + 0.02])
+              for s in (-1, 1)]  # the shoulder brackets
     k.part("waist", "turret", *waist)
     k.joint("revolute", "base", "waist", Z, [0, 0, h0], (-2.5, 2.5))
     a1, L1 = k.u(0.2, 0.7), k.u(0.2, 0.35)
     d1 = np.cos(a1) * Z + np.sin(a1) * f
     E = S + d1 * L1
     k.part("upper_arm", "link", _rod(S - lat * wl / 2, S + lat * wl / 2, rj, 20),
-           _box((S + E) / 2, [0.045, 0.045, L1 - 2 * rj], _along(d1)), _rod(E - lat * wl / 2, E, 0.8 * rj, 20))
+           _box((S + E) / 2, [0.045, 0.045, L1 - 2 * rj], _along(d1)),
+           _rod(E - lat * wl / 2, E, 0.8 * rj, 20))
     k.joint("revolute", "waist", "upper_arm", lat, S, (-0.6, 0.6))
     a2, L2 = k.u(1.2, 2.0), k.u(0.18, 0.3)
     d2 = np.cos(a1 + a2) * Z + np.sin(a1 + a2) * f
@@ -323,7 +342,8 @@ def robot_arm(k: _Kit) -> ArticulatedObject:
     k.joint("revolute", "forearm", "wrist", d2, P, (-2.5, 2.5))
     for i, s in enumerate((-1, 1)):
         c = P + d2 * (0.042 + 0.025) + m * s * 0.025
-        k.part(f"finger_{i}", "finger", _box(c, [0.012, 0.025, 0.05], np.column_stack([m, np.cross(d2, m), d2])))
+        k.part(f"finger_{i}", "finger",
+               _box(c, [0.012, 0.025, 0.05], np.column_stack([m, np.cross(d2, m), d2])))
         k.joint("prismatic", "wrist", f"finger_{i}", m * s, c, (0.0, 0.015))
     return k.done(yaw=psi, shoulder=a1, elbow=a2)
 
@@ -335,8 +355,10 @@ def barn_door(k: _Kit) -> ArticulatedObject:
     Hw, side = Hd + k.u(0.3, 0.6), float(k.rng.choice([-1, 1]))
     xl, xr = sorted([-side * (Wd / 2 + 0.4), side * (1.5 * Wd + 0.3)])
     zrail = Hd + 0.12
-    wall = [_box([(xl - Wd / 2) / 2, tw / 2, Hw / 2], [-Wd / 2 - xl, tw, Hw]), _box([(xr + Wd / 2) / 2, tw / 2, Hw / 2], [xr - Wd / 2, tw, Hw]),
-            _box([0, tw / 2, (Hd + Hw) / 2], [Wd, tw, Hw - Hd]), _box([(xl + xr) / 2, -0.04, zrail], [xr - xl - 0.1, 0.02, 0.02])]
+    wall = [_box([(xl - Wd / 2) / 2, tw / 2, Hw / 2], [-Wd / 2 - xl, tw, Hw]),
+            _box([(xr + Wd / 2) / 2, tw / 2, Hw / 2], [xr - Wd / 2, tw, Hw]),
+            _box([0, tw / 2, (Hd + Hw) / 2], [Wd, tw, Hw - Hd]),  # above the doorway
+            _box([(xl + xr) / 2, -0.04, zrail], [xr - xl - 0.1, 0.02, 0.02])]  # the rail
     wall += [_box([x, -0.015, zrail], [0.03, 0.03, 0.05]) for x in np.linspace(xl + 0.1, xr - 0.1, 4)]
     k.part("wall", "wall", *wall)
     td, Wdd, top = k.u(0.03, 0.05), Wd + 0.1, zrail - 0.08
@@ -350,7 +372,8 @@ def barn_door(k: _Kit) -> ArticulatedObject:
         door.append(_box([x, y0 + 0.004, top + 0.02], [0.05, 0.008, 0.2]))  # strap, behind the door's top
         c = np.array([x, -0.04, zrail + 0.01 + rr + 0.002])
         door.append(_box([x, y0 + 0.004, (top + c[2]) / 2], [0.03, 0.008, c[2] - top]))
-        door += [_rod(c + [0, -0.008, 0], c + [0, 0.008, 0], rr, 20), _rod(c + [0, -0.022, 0], c + [0, -0.008, 0], 0.006, 8)]
+        door += [_rod(c + [0, -0.008, 0], c + [0, 0.008, 0], rr, 20),  # the roller and its axle
+                 _rod(c + [0, -0.022, 0], c + [0, -0.008, 0], 0.006, 8)]
     hx = -side * (Wdd / 2 - 0.12)
     door += [_rod([hx, y0 - td - 0.04, 0.9], [hx, y0 - td - 0.04, 1.2], 0.012)]
     door += [_box([hx, y0 - td - 0.02, z], [0.02, 0.04, 0.02]) for z in (0.92, 1.18)]
@@ -369,24 +392,28 @@ def telescope(k: _Kit) -> ArticulatedObject:
     drawtube sliding along the oblique optical axis, and a focus knob."""
     Ht, psi, el = k.u(0.9, 1.3), k.u(-np.pi, np.pi), k.u(0.3, 0.9)
     f, lat = np.array([np.cos(psi), np.sin(psi), 0]), np.array([-np.sin(psi), np.cos(psi), 0])
-    legs = [_rod([0, 0, Ht - 0.03], [0.5 * Ht * np.cos(a), 0.5 * Ht * np.sin(a), 0], 0.012, 8) for a in psi + np.array([0.5, 2.6, 4.7])]
+    legs = [_rod([0, 0, Ht - 0.03], [0.5 * Ht * np.cos(a), 0.5 * Ht * np.sin(a), 0], 0.012, 8)
+            for a in psi + np.array([0.5, 2.6, 4.7])]
     k.part("tripod", "tripod", _rod([0, 0, Ht - 0.04], [0, 0, Ht], 0.05, 24), *legs,
            _rod([0, 0, 0.3 * Ht], [0, 0, Ht - 0.04], 0.01, 8))
     Rt, Lt = k.u(0.04, 0.07), k.u(0.45, 0.85)
     hf = Rt + 0.06
     P = np.array([0, 0, Ht + 0.004 + 0.02 + hf])
     fork = [_rod([0, 0, Ht + 0.004], [0, 0, Ht + 0.024], 0.05, 24)]
-    fork += [_box([0, 0, Ht + 0.024 + (hf + 0.02) / 2] + lat * s * (Rt + 0.03), [0.03, 0.03, hf + 0.02], np.column_stack([f, lat, Z]))
-             for s in (-1, 1)]
+    fork += [_box([0, 0, Ht + 0.024 + (hf + 0.02) / 2] + lat * s * (Rt + 0.03), [0.03, 0.03, hf + 0.02],
+                  np.column_stack([f, lat, Z])) for s in (-1, 1)]
     k.part("mount", "mount", *fork)
     k.joint("continuous", "tripod", "mount", Z, [0, 0, Ht + 0.002])
     t = np.cos(el) * f + np.sin(el) * Z
     back = P - t * 0.4 * Lt
     front = P + t * 0.6 * Lt
     Rf = 0.35 * Rt
-    tube = [_shell([(Rt, 0), (Rt, Lt)], back, t, 32), _shell([(Rt + 0.006, 0), (Rt + 0.006, 0.12 * Lt)], front - t * 0.1 * Lt, t, 32),
-            _sleeve(Rf + 0.003, Rt, back, back + t * 0.01, 24), _rod(P - lat * (Rt + 0.016), P + lat * (Rt + 0.016), 0.012),
-            _rod(back + t * 0.2 * Lt + (np.cross(lat, t)) * (Rt + 0.012), front - t * 0.3 * Lt + np.cross(lat, t) * (Rt + 0.012), 0.01)]
+    up = np.cross(lat, t)
+    tube = [_shell([(Rt, 0), (Rt, Lt)], back, t, 32),  # open tube, dew shield, back ring, trunnion, finder
+            _shell([(Rt + 0.006, 0), (Rt + 0.006, 0.12 * Lt)], front - t * 0.1 * Lt, t, 32),
+            _sleeve(Rf + 0.003, Rt, back, back + t * 0.01, 24),
+            _rod(P - lat * (Rt + 0.016), P + lat * (Rt + 0.016), 0.012),
+            _rod(back + t * 0.2 * Lt + up * (Rt + 0.012), front - t * 0.3 * Lt + up * (Rt + 0.012), 0.01)]
     hc = back + t * 0.03 + np.cross(lat, t) * (Rf + 0.014)  # focuser housing
     tube += [_box(hc, [0.03, 0.025, 0.04], np.column_stack([lat, np.cross(t, lat), t]))]
     k.part("tube", "tube", *tube)
@@ -416,7 +443,8 @@ def folding_fan(k: _Kit) -> ArticulatedObject:
             comps += [_rod([0, 0, -0.002], [0, 0, n * (th + 0.0005) + 0.002], 0.003, 8),
                       _pose(trimesh.creation.torus(0.01, 0.0015), None, [-0.014, 0, z0 + th / 2])]
         ang = a0 + A * i / (n - 1)
-        name = k.part(f"rib_{i}" if 0 < i < n - 1 else f"guard_{min(i, 1)}", "rib" if 0 < i < n - 1 else "guard",
+        inner = 0 < i < n - 1
+        name = k.part(f"rib_{i}" if inner else f"guard_{min(i, 1)}", "rib" if inner else "guard",
                       *[_pose(c, axis_angle_matrix(Z, ang)) for c in comps])
         if i:
             k.joint("revolute", "guard_0", name, Z, [0, 0, z0], (-(A * i / (n - 1)), 0.0))
