@@ -10,7 +10,6 @@ From motion (ATOP stage 2): joints fitted to 6 random observed configurations (v
 
 from __future__ import annotations
 
-import hashlib
 import time
 from pathlib import Path
 
@@ -41,12 +40,13 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=0)
 
 
-def is_real_validation(object_id: str) -> bool:
-    """True for the objects of the real validation split: ``sha1(id) % 5 == 0`` of the PartNet-Mobility id
-    (the part of a folder name after its last ``__``, so ``kitchenmodels__7236`` and ``7236`` agree): 20%
-    of the objects, independent of order, machine and of which other objects are present."""
-    key = object_id.rsplit("__", 1)[-1]
-    return int(hashlib.sha1(key.encode()).hexdigest(), 16) % 5 == 0
+def is_real_validation(object_id: str, val_fraction: float = 0.2) -> bool:
+    """True for the objects of the real validation split: the same rule as the real 4D data
+    (:func:`kinemesh.synth.real.hash_split`, CRC32 of the PartNet-Mobility id), so a model trained on that
+    data's train split is validated on objects it never saw."""
+    from kinemesh.synth.real import hash_split
+
+    return hash_split(object_id, val_fraction) == "val"
 
 
 def _score(preds, gt_joints: dict, size: float) -> list[dict]:
