@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from kinemesh.errors import ConfigError, InputFileError
-from kinemesh.ik.toy import ToyCabinetDecoder
+from toys import ToyCabinetDecoder
 from kinemesh.reduce import ReducedDecoder, Subspace, fit, outer_product_matrix
 
 
@@ -87,17 +87,6 @@ def test_fixed_k_and_reduced_decoder(toy, tmp_path):
     back = Subspace.load(tmp_path / "sub")
     assert torch.equal(back.W, sub.W) and np.allclose(back.eigenvalues, sub.eigenvalues)
     assert back.method == sub.method and back.k == 3
-
-
-def test_spectrum_png(toy, tmp_path):
-    pytest.importorskip("kinemesh.viz.plots")
-    from kinemesh.viz import plots
-
-    if not hasattr(plots, "plot_spectrum"):
-        pytest.skip("kinemesh.viz.plots.plot_spectrum not available")
-    sub = fit(toy, k_q=2, n_samples=16)
-    out = sub.plot_spectrum(tmp_path / "spectrum.png")
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_bad_inputs(toy, tmp_path):

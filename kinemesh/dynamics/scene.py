@@ -4,7 +4,7 @@
 ``initial_conditions`` turns the action (drag, poke, velocity) into (q0, qd0) by the boundary-condition solve
 (NeuROK Sec. 5.3); ``run`` integrates and decodes the vertices of every frame.
 
-Per-kind defaults (DESIGN.md: potential energy is a modelling choice): a free hinge has no restoring force
+Per-kind defaults (the potential energy is a modelling choice, NeuROK Sec. 5.2): a free hinge has no restoring force
 (articulated: stiffness 0 Hz), an elastic body and cloth spring back (2 Hz and 1 Hz). The latent stiffness is
 given as the natural frequency f of small oscillations about the rest state: k = (2 pi f)^2 m_bar with m_bar
 the mean generalized mass trace(M(q_rest)) / k_q.
@@ -27,11 +27,10 @@ from kinemesh.dynamics.integrators import INTEGRATORS, Rollout, simulate
 from kinemesh.dynamics.floating import FloatingDecoder
 from kinemesh.dynamics.system import Floor, PointForce, Spring, State, System, Wind, make_handles, part_contacts
 from kinemesh.errors import ConfigError
-from kinemesh.model.calibration import guess_kind  # noqa: F401  (re-exported: the kind of a mesh)
+from kinemesh.geometry.kind import resolve_kind
 
 log = logging.getLogger(__name__)
 
-KINDS = ("articulated", "elastic", "cloth")
 KIND_DEFAULTS = {
     # stiffness (Hz), damping alpha (1/s), density (kg/m^3, cloth: kg/m^2), barrier radius (prior std).
     # Articulated barrier at 2 std: with the calibrated prior the reduced coordinates are standardised training
@@ -201,9 +200,7 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
     """
     vertices = np.asarray(vertices, dtype=np.float64)
     faces = np.asarray(faces, dtype=np.int64)
-    kind = spec.kind if spec.kind != "auto" else guess_kind(vertices, faces)
-    if kind not in KINDS:
-        raise ConfigError(f"kind {spec.kind!r}: choose one of {KINDS} or auto")
+    kind = resolve_kind(spec.kind, vertices, faces)
     if spec.integrator not in INTEGRATORS:
         raise ConfigError(f"integrator {spec.integrator!r}: choose one of {INTEGRATORS}")
     d = KIND_DEFAULTS[kind]
