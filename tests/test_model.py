@@ -235,14 +235,17 @@ def test_posterior_and_decoder_direct_paths_reconstruct_rigid_motion_at_initiali
 
 
 def test_old_checkpoint_configs_load_without_the_new_options():
-    """A config.json written before component_rigid / posterior_procrustes existed builds the old network."""
-    from kinemesh.model.config import Config
+    """A config.json written before component_rigid / posterior_procrustes / prior_weight existed builds the old
+    network and training (the options were off), although today's defaults turn them on."""
+    from kinemesh.model.config import Config, ModelConfig, TrainConfig
 
-    d = preset("tiny").to_dict()
+    assert ModelConfig().component_rigid and ModelConfig().posterior_procrustes and TrainConfig().prior_weight > 0
+    d = preset("cpu-small").to_dict()
     for key in ("component_rigid", "posterior_procrustes"):
         d["model"].pop(key)
+    d["train"].pop("prior_weight")
     cfg = Config.from_dict(d)
-    assert not cfg.model.component_rigid and not cfg.model.posterior_procrustes
+    assert not cfg.model.component_rigid and not cfg.model.posterior_procrustes and cfg.train.prior_weight == 0
     net = KinematicVAE(cfg.model)
     assert not hasattr(net.decoder, "z_skip") and not hasattr(net.posterior, "motion_skip")
 
