@@ -34,7 +34,7 @@ def sphere_mesh(n_vertices: int):
 
 
 def time_latent(model, vertices, faces, k_q: int, frames: int, fps: float, points: int, poke: bool = True):
-    from kinemesh.dynamics.scene import SimulationSpec, run
+    from kinemesh.dynamics.scene import SimulationSpec, simulate_mesh
     from kinemesh.reduce import ReductionConfig, bind
 
     t0 = time.perf_counter()
@@ -42,7 +42,7 @@ def time_latent(model, vertices, faces, k_q: int, frames: int, fps: float, point
     t1 = time.perf_counter()
     spec = SimulationSpec(kind="elastic", frames=frames, fps=fps, poke_vertex=int(np.argmax(vertices[:, 2])),
                           impulse=(0.0, 1.0, 0.0), poke_speed=0.8)
-    res = run(dec, vertices, faces, spec, progress=False)
+    res = simulate_mesh(dec, vertices, faces, spec, progress=False)
     t2 = time.perf_counter()
     return {"reduce_s": t1 - t0, "setup_s": res.info["setup_s"], "simulate_s": res.info["simulate_s"],
             "decode_s": res.info["decode_s"], "total_s": t2 - t0, "substeps": res.info["substeps_final"]}

@@ -3,7 +3,8 @@
 Run: ``python bench/ik.py [--checkpoint DIR] [--vertices 10000] [--targets 3] [--out bench/RESULTS_ik.md]``
 
 Stages timed separately: binding the model to the mesh with its active subspace (once per mesh, IK's
-reduction settings), and the IK solve per target (Chamfer to a point cloud, and vertex L2 when correspondences are known).
+reduction settings), and the IK solve per target (Chamfer to a point cloud, and vertex L2 when correspondences
+are known).
 Targets are decoded from random prior samples, so they are reachable and the fit error is also printed.
 """
 

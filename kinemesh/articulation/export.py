@@ -1,4 +1,4 @@
-"""Export predicted articulations: the articulation JSON, URDF (+ OBJ meshes), MJCF, USD and a PNG.
+"""Export predicted articulations: the articulation JSON, URDF (+ OBJ meshes), MJCF and USD.
 
 URDF (:func:`kinemesh.data.urdf.write_urdf`): Z up, metres, the kinemesh frame is the URDF's world frame;
 link frames sit at their joint origins, world-aligned. MJCF comes from

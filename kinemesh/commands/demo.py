@@ -156,8 +156,7 @@ def run(args) -> int:
     import torch
 
     from kinemesh.commands.simulate import write_outputs
-    from kinemesh.dynamics.scene import run as simulate_scene
-    from kinemesh.dynamics.scene import torch_threads
+    from kinemesh.dynamics.scene import simulate_mesh, torch_threads
     from kinemesh.errors import ConfigError, SimulationDivergedError
     from kinemesh.model import load_model
     from kinemesh.reduce import ReductionConfig, bind
@@ -204,7 +203,7 @@ def run(args) -> int:
             dec = bind(vertices, faces, model, kind=spec.kind, part_ids=part_ids, n_points=args.points,
                        reduction=ReductionConfig(k_q=min(args.k_q, model.latent_dim))).decoder
         try:
-            result = simulate_scene(dec, vertices, faces, spec, part_ids=part_ids, progress=False, category=name)
+            result = simulate_mesh(dec, vertices, faces, spec, part_ids=part_ids, progress=False, category=name)
         except SimulationDivergedError as exc:  # report it, keep going with the other examples
             failed.append(name)
             lines.append(f"{name}: FAILED ({exc})")

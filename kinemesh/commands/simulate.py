@@ -200,8 +200,7 @@ def run(args) -> int:
 
     from kinemesh.checks import out_file
     from kinemesh.data.meshes import load_working_mesh
-    from kinemesh.dynamics.scene import run as simulate_scene
-    from kinemesh.dynamics.scene import torch_threads
+    from kinemesh.dynamics.scene import simulate_mesh, torch_threads
     from kinemesh.errors import ConfigError
     from kinemesh.reduce import ReductionConfig, bind
 
@@ -225,7 +224,7 @@ def run(args) -> int:
         b = bind(vertices, faces, args.checkpoint, kind=spec.kind, reduction=ReductionConfig(k_q=args.k_q),
                  n_points=args.points, seed=args.seed, device=args.device, dtype=torch.float64)
     spec.kind = b.kind
-    result = simulate_scene(b.decoder, vertices, faces, spec, progress=True,
+    result = simulate_mesh(b.decoder, vertices, faces, spec, progress=True,
                             category=str(getattr(args, "category", "unknown")))
     seq = result.sequence  # back to the file's vertices (count and order) unless the mesh was decimated
     result.sequence = dataclasses.replace(

@@ -2,7 +2,7 @@
 
 ``build_system`` chooses masses, stiffness, damping, barrier and pin springs from the object kind;
 ``initial_conditions`` turns the action (drag, poke, velocity) into (q0, qd0) by the boundary-condition solve
-(NeuROK Sec. 5.3); ``run`` integrates and decodes the vertices of every frame.
+(NeuROK Sec. 5.3); ``simulate_mesh`` integrates and decodes the vertices of every frame.
 
 Per-kind defaults (the potential energy is a modelling choice, NeuROK Sec. 5.2): a free hinge has no restoring force
 (articulated: stiffness 0 Hz), an elastic body and cloth spring back (2 Hz and 1 Hz). The latent stiffness is
@@ -23,7 +23,7 @@ import torch
 
 from kinemesh.dynamics.boundary import impulse_velocity, solve_positions, solve_velocities
 from kinemesh.dynamics.eom import kinematics, mass_matrix
-from kinemesh.dynamics.integrators import INTEGRATORS, Rollout, simulate
+from kinemesh.dynamics.integrators import INTEGRATORS, Rollout, integrate
 from kinemesh.dynamics.floating import FloatingDecoder
 from kinemesh.dynamics.system import Floor, PointForce, Spring, State, System, Wind, make_handles, part_contacts
 from kinemesh.errors import ConfigError
@@ -410,7 +410,7 @@ def rest_offset(decoder, q_rest) -> np.ndarray:
     return decoder.rest_vertices.detach().double().numpy() - dec
 
 
-def run(decoder, vertices: np.ndarray, faces: np.ndarray, spec: SimulationSpec, part_ids=None,
+def simulate_mesh(decoder, vertices: np.ndarray, faces: np.ndarray, spec: SimulationSpec, part_ids=None,
         progress: bool = True, derivatives: str = "fd", category: str = "unknown",
         rest_correction: bool = True) -> SimulationResult:
     """Build the system, solve the initial conditions, integrate and decode: a SimulationResult whose
@@ -436,7 +436,7 @@ def run(decoder, vertices: np.ndarray, faces: np.ndarray, spec: SimulationSpec, 
         lead = lead[: max(0, spec.frames - 1)]
         n_dyn = spec.frames - len(lead)
         t1 = time.perf_counter()
-        roll = simulate(system, state0, n_dyn, fps=spec.fps, substeps=spec.substeps, integrator=spec.integrator,
+        roll = integrate(system, state0, n_dyn, fps=spec.fps, substeps=spec.substeps, integrator=spec.integrator,
                         progress=progress, max_dq=spec.max_dq)
         t2 = time.perf_counter()
         q_all = np.concatenate([lead, roll.q]) if len(lead) else roll.q

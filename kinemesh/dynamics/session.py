@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from kinemesh.dynamics.boundary import solve_positions
-from kinemesh.dynamics.integrators import simulate
+from kinemesh.dynamics.integrators import integrate
 from kinemesh.dynamics.scene import SimulationSpec, build_system, rest_offset, torch_threads
 from kinemesh.dynamics.system import State, make_handles
 
@@ -58,12 +58,12 @@ class Session:
                 chunk: int = 3) -> Iterator[tuple[np.ndarray, list]]:
         """Integrate from (q0, qd0) (k,) for ``n_frames`` frames (the first is q0) in chunks of ``chunk`` frames:
         yields (q (m, k) float64 of the new frames, step warnings). A step the stability guard had to reduce is
-        kept for the following chunks. Raises SimulationDivergedError as :func:`~kinemesh.dynamics.simulate`."""
+        kept for the following chunks. Raises SimulationDivergedError as :func:`~kinemesh.dynamics.integrate`."""
         state = State(torch.as_tensor(q0, dtype=torch.float64), torch.as_tensor(qd0, dtype=torch.float64))
         done = 1
         while done < n_frames:
             m = min(chunk, n_frames - done)
-            roll = simulate(self.system, state, n_frames=m + 1, fps=fps, substeps=substeps, integrator=integrator)
+            roll = integrate(self.system, state, n_frames=m + 1, fps=fps, substeps=substeps, integrator=integrator)
             substeps = max(substeps, int(roll.substeps[-1]))
             state = State(torch.as_tensor(roll.q[-1]), torch.as_tensor(roll.qd[-1]), float(roll.times[-1]))
             done += m

@@ -156,7 +156,7 @@ def rollout(decoder, gt, scenario: str, fps: float, barrier_radius: float | None
     import torch
 
     from kinemesh.dynamics.boundary import impulse_velocity, solve_positions
-    from kinemesh.dynamics.integrators import simulate
+    from kinemesh.dynamics.integrators import integrate
     from kinemesh.dynamics.scene import build_system, decode_vertices, rest_offset, stiffen_barrier, torch_threads
     from kinemesh.dynamics.system import PointForce, State, make_handles
 
@@ -178,7 +178,7 @@ def rollout(decoder, gt, scenario: str, fps: float, barrier_radius: float | None
             else:
                 qd0 = impulse_velocity(system, make_handles(system.decoder, ids), q0, impulses)
         stiffen_barrier(system, State(q0, qd0))
-        roll = simulate(system, State(q0, qd0), gt.n_frames, fps=fps, substeps=spec.substeps)
+        roll = integrate(system, State(q0, qd0), gt.n_frames, fps=fps, substeps=spec.substeps)
         # same rest correction as ``kinemesh simulate``: the motion is added to the exact rest mesh
         frames = decode_vertices(system.decoder, roll.q, rest_offset=rest_offset(system.decoder, system.q_rest))
     return frames, roll

@@ -3,7 +3,7 @@
 For every target (a held-out sequence's rest mesh and one of its frames, or a real PartNet-Mobility object
 at a sampled joint configuration), every method fits the rest mesh to the target *without* using vertex
 correspondences (Chamfer data term, as for a scan of any topology); correspondences are used only to score
-the fit. Metrics are computed after normalizing by the rest shape (bbox centred, longest side 1, DESIGN.md):
+the fit. Metrics are computed after normalizing by the rest shape (bbox centred, longest side 1, docs/architecture.md):
 
 - Chamfer-L1 / Chamfer-L2: surface samples to the other mesh's surface (point-to-triangle), both directions;
 - IoU: volumetric IoU (random-point occupancy for watertight meshes, voxels otherwise);

@@ -7,7 +7,7 @@ The objective, in the rest mesh's normalized units (bbox longest side 1, so weig
 
 data = vertex L2 (correspondences known) or squared Chamfer between decoded sample points and target
 samples (both directions, or target -> prediction only for partial targets); the prior barrier keeps the
-state where the prior N(mu, I) has mass (joint limits then come from the decoder, DESIGN.md); R is the
+state where the prior N(mu, I) has mass (joint limits then come from the decoder, docs/architecture.md); R is the
 mean squared change of k-nearest-neighbour distances of the decoded points (discourages bending rigid
 parts). Optimisation: screen ``n_candidates`` prior samples (plus the prior mean), refine the best
 ``n_starts`` together with Adam, then polish the best one with L-BFGS; a reduced fit (q) is finally polished in

@@ -236,7 +236,7 @@ class Decoder(nn.Module):
             logits = logits - d2 * torch.exp(-2.0 * self.anchor_log_width).to(logits.dtype)
         if self.cfg.component_rigid and onehot is not None:
             # Objects made of several connected components (separate parts): every point of a component
-            # takes the component's mean logits, so each part moves rigidly by construction (DESIGN.md,
+            # takes the component's mean logits, so each part moves rigidly by construction (docs/architecture.md,
             # "restrict the average to points on the same connected component"); pooling logits rather than
             # weights keeps a part's assignment as sharp as its points'. Single-component objects (soft
             # bodies, cloth, scans) keep per-point weights and deform smoothly.
