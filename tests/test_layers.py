@@ -11,7 +11,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "kinemesh"
 
 LAYERS = {  # subpackage -> rank; a module may import its own rank (no cycles) or lower ones
-    "errors": 0, "atomic": 0, "__init__": 0, "__main__": 9, "cli": 9,
+    "errors": 0, "atomic": 0, "progress": 0, "checks": 0, "__init__": 0, "__main__": 9, "cli": 9,
     "geometry": 1, "data": 2, "synth": 3, "model": 4, "reduce": 5,
     "ik": 6, "dynamics": 6, "articulation": 6, "materials": 6,
     "viz": 7, "eval": 8, "commands": 9,
