@@ -17,8 +17,8 @@ LAYERS = [  # (rank label, [(subpackage, what it holds)]), top to bottom
     ("reduction", [("reduce", "active subspace, bind()\nNeuROK 4.3")]),
     ("model", [("model", "conditional VAE, calibrated prior\nNeuROK 4.1-4.2")]),
     ("data generation", [("synth", "MuJoCo 4D data generator")]),
-    ("data", [("data", "KinematicSequence, loaders, exporters")]),
-    ("geometry", [("geometry", "normalisation, sampling, dual quaternions,\nmetrics, object kind")]),
+    ("geometry, data", [("geometry", "normalisation, sampling, dual quaternions,\nmetrics, validity, object kind"),
+                        ("data", "KinematicSequence, loaders,\nURDF, USD, exporters")]),
 ]
 
 
