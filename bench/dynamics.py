@@ -34,15 +34,15 @@ def sphere_mesh(n_vertices: int):
 
 
 def time_latent(model, vertices, faces, k_q: int, frames: int, fps: float, points: int, poke: bool = True):
-    from kinemesh.commands.simulate import reduced_decoder
-    from kinemesh.dynamics.scene import SimulationSpec, run
+    from kinemesh.dynamics.scene import SimulationSpec, simulate_mesh
+    from kinemesh.reduce import ReductionConfig, bind
 
     t0 = time.perf_counter()
-    dec = reduced_decoder(model, vertices, faces, k_q=k_q, n_points=points)
+    dec = bind(vertices, faces, model, kind="elastic", reduction=ReductionConfig(k_q=k_q), n_points=points).decoder
     t1 = time.perf_counter()
     spec = SimulationSpec(kind="elastic", frames=frames, fps=fps, poke_vertex=int(np.argmax(vertices[:, 2])),
                           impulse=(0.0, 1.0, 0.0), poke_speed=0.8)
-    res = run(dec, vertices, faces, spec, progress=False)
+    res = simulate_mesh(dec, vertices, faces, spec, progress=False)
     t2 = time.perf_counter()
     return {"reduce_s": t1 - t0, "setup_s": res.info["setup_s"], "simulate_s": res.info["simulate_s"],
             "decode_s": res.info["decode_s"], "total_s": t2 - t0, "substeps": res.info["substeps_final"]}
@@ -78,13 +78,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     from kinemesh.model import load_model, untrained_model
 
-    if args.untrained:
-        model = untrained_model()
-    else:
-        from kinemesh.commands.simulate import resolve_checkpoint
-
-        model = load_model(resolve_checkpoint(args.checkpoint))
-    model = model.to(dtype=torch.float64)
+    model = (untrained_model() if args.untrained else load_model(args.checkpoint)).to(dtype=torch.float64)
     print(f"# kinemesh dynamics benchmark\n\nmachine: {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} CPU cores visible, torch threads {args.threads}, no GPU; python {sys.version.split()[0]}; "
           f"{args.frames} frames at {args.fps:g} fps, {args.points} mass points, implicit midpoint, 2 substeps/frame\n")

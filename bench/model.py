@@ -12,8 +12,10 @@ import argparse
 import multiprocessing as mp
 import platform
 import resource
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 
 def _train_speed(q, preset_name, bf16, threads, steps, data):
@@ -105,7 +107,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=8)
     args = ap.parse_args()
-    from kinemesh.model.toy import write_toy_dataset
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the shared test fixtures
+    from toys import write_toy_dataset
 
     data = write_toy_dataset(tempfile.mkdtemp(prefix="kinemesh_bench_"), n_train=6, n_val=2)
     print(f"machine: {platform.processor() or platform.machine()}, {mp.cpu_count()} CPU cores, no GPU; "

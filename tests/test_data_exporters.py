@@ -15,7 +15,8 @@ from kinemesh.data.exporters import (
     export_obj_sequence,
     read_glb,
 )
-from kinemesh.data.loaders import load_anime, load_mesh, load_mesh_folder
+from kinemesh.data.loaders import load_anime, load_mesh_folder
+from kinemesh.data.meshes import load_mesh
 from kinemesh.data.sequence import KinematicSequence
 
 

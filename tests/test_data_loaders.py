@@ -9,7 +9,8 @@ import pytest
 import trimesh
 
 from data_fixtures import BODY, BOX_F, make_frame_folder, write_anime, write_obj
-from kinemesh.data.loaders import load_anime, load_mesh, load_mesh_folder, load_sequence, natural_key
+from kinemesh.data.loaders import load_anime, load_mesh_folder, load_sequence, natural_key
+from kinemesh.data.meshes import load_mesh
 from kinemesh.errors import InputFileError
 
 

@@ -11,7 +11,7 @@ import torch
 
 from dynamics_reference import euler_lagrange_qdd
 from kinemesh.dynamics import (Handles, PointForce, Spring, State, System, Wind, acceleration, energies,
-                               impulse_velocity, kinematics, make_handles, simulate, solve_initial_state, step)
+                               impulse_velocity, kinematics, make_handles, integrate, solve_initial_state, step)
 from kinemesh.dynamics.eom import mass_matrix, potential_energy
 from kinemesh.errors import ConfigError, SimulationDivergedError
 
@@ -148,7 +148,7 @@ def test_energy_conserved_without_damping_over_1000_steps(integrator, frames):
     sysm = toy_system(stiffness=3.0)
     k = sysm.dim
     s0 = State(torch.tensor([0.8, -0.4, 0.5]), torch.tensor([0.5, 1.0, -0.7]))
-    out = simulate(sysm, s0, n_frames=frames, fps=20.0, substeps=5, integrator=integrator)  # 5 steps/frame
+    out = integrate(sysm, s0, n_frames=frames, fps=20.0, substeps=5, integrator=integrator)  # 5 steps/frame
     tol = 0.01
     assert out.q.shape == (frames, k)
     assert out.substeps[-1] == 5 and not out.warnings
@@ -156,7 +156,7 @@ def test_energy_conserved_without_damping_over_1000_steps(integrator, frames):
     assert np.ptp(out.kinetic) > 0.1 * np.max(out.kinetic)  # it really moved and exchanged energy
     # with damping the energy decays
     sysm.damping_mass = 2.0
-    damped = simulate(sysm, s0, n_frames=41, fps=20.0, substeps=5, integrator=integrator)
+    damped = integrate(sysm, s0, n_frames=41, fps=20.0, substeps=5, integrator=integrator)
     assert damped.total[-1] < 0.5 * damped.total[0]
     assert np.all(np.diff(damped.total) < 1e-9)
 
@@ -209,8 +209,8 @@ def test_pins_hold_and_wind_pushes():
     held = System(dec, m, torch.zeros(3), forces=[wind], damping_mass=1.0,
                   springs=[Spring(pinned, dec.rest_points[:10].clone(), 100.0)])
     s0 = State(torch.zeros(3), torch.zeros(3))
-    a = simulate(free, s0, 6, fps=10)
-    b = simulate(held, s0, 6, fps=10)
+    a = integrate(free, s0, 6, fps=10)
+    b = integrate(held, s0, 6, fps=10)
 
     def pin_err(q):
         x = dec.points(torch.as_tensor(q[-1]))
@@ -226,7 +226,7 @@ def test_pins_hold_and_wind_pushes():
 def test_barrier_keeps_state_plausible():
     sysm = toy_system(gravity=False, stiffness=0.0, barrier_stiffness=100.0)
     s0 = State(torch.zeros(3), torch.tensor([6.0, 0.0, 0.0]))
-    out = simulate(sysm, s0, 31, fps=30, substeps=6)
+    out = integrate(sysm, s0, 31, fps=30, substeps=6)
     assert np.abs(out.q).max() < 4.5  # would reach ~12 std without the barrier
     assert out.energy_drift < 0.01
 
@@ -235,11 +235,11 @@ def test_stability_guard_reduces_step_or_raises():
     stiff = toy_system(stiffness=5e4)
     s0 = State(torch.tensor([0.5, 0.0, 0.0]), torch.zeros(3))
     # the implicit midpoint rule (Newton-preconditioned) is A-stable: a stiff spring needs no smaller step
-    mid = simulate(stiff, s0, 4, fps=30, substeps=1)
+    mid = integrate(stiff, s0, 4, fps=30, substeps=1)
     assert not mid.warnings and np.isfinite(mid.q).all() and np.abs(mid.q).max() < 0.51
     # explicit RK4 is not: the guard halves the step (with a warning) instead of exploding
-    out = simulate(stiff, s0, 4, fps=30, substeps=1, integrator="rk4")
+    out = integrate(stiff, s0, 4, fps=30, substeps=1, integrator="rk4")
     assert out.warnings and out.substeps[-1] > 1
     assert np.isfinite(out.q).all() and np.abs(out.q).max() < 0.6
     with pytest.raises(SimulationDivergedError):
-        simulate(toy_system(stiffness=1e9), s0, 3, fps=30, substeps=1, max_halvings=2, integrator="rk4")
+        integrate(toy_system(stiffness=1e9), s0, 3, fps=30, substeps=1, max_halvings=2, integrator="rk4")

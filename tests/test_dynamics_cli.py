@@ -102,9 +102,9 @@ def test_simulate_unstable_setting_reduces_step_without_nan(tiny, caplog):
 
 
 def test_demo_without_default_checkpoint_errors_clearly(tmp_path, capsys, monkeypatch):
-    import kinemesh.model.checkpoint as ck
+    import kinemesh.model.api as api
 
-    monkeypatch.setattr(ck, "DEFAULT_CHECKPOINT", tmp_path / "missing")
+    monkeypatch.setattr(api, "DEFAULT_CHECKPOINT", tmp_path / "missing")  # load_model's default
     code = main(["demo", "--out", str(tmp_path / "demo")])
     assert code == 1
     assert "default checkpoint is missing" in capsys.readouterr().err

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from dynamics_reference import euler_lagrange_qdd
-from kinemesh.dynamics import State, System, acceleration, simulate
+from kinemesh.dynamics import State, System, acceleration, integrate
 from kinemesh.dynamics.eom import kinematics
 from kinemesh.dynamics.floating import RIGID_DIMS, FloatingDecoder, rotation_matrix
 from kinemesh.dynamics.system import Floor
@@ -107,7 +107,7 @@ def test_free_body_keeps_its_momentum():
     sysm = floating_system(stiffness=5.0, damping_mass=2.0)
     qd0 = torch.zeros(8, dtype=torch.float64)
     qd0[0], qd0[1], qd0[2], qd0[5] = 1.0, -0.5, 0.3, 0.2  # deforming, spinning and moving
-    roll = simulate(sysm, State(torch.zeros(8), qd0), 31, fps=30.0)
+    roll = integrate(sysm, State(torch.zeros(8), qd0), 31, fps=30.0)
 
     def momentum(q, qd):
         return (sysm.point_mass[:, None] * kinematics(sysm, torch.as_tensor(q), torch.as_tensor(qd)).xd).sum(0)
@@ -125,7 +125,7 @@ def test_block_comes_to_rest_on_the_floor_and_friction_stops_a_slide():
     sysm.forces.append(floor)
     q0 = torch.zeros(8, dtype=torch.float64)
     q0[7] = 0.05  # 5 cm above the floor
-    roll = simulate(sysm, State(q0, torch.zeros(8)), 31, fps=30.0)
+    roll = integrate(sysm, State(q0, torch.zeros(8)), 31, fps=30.0)
     x = sysm.decoder.points(torch.as_tensor(roll.q[-1]))
     # resting on it: the bottom quarter of the mass carries the whole weight, so it sits 4 x depth deep
     bottom = x[: x.shape[0] // 4, 2]
@@ -135,7 +135,7 @@ def test_block_comes_to_rest_on_the_floor_and_friction_stops_a_slide():
     q1 = torch.as_tensor(roll.q[-1]).clone()
     qd1 = torch.zeros(8, dtype=torch.float64)
     qd1[5] = 1.0
-    slide = simulate(sysm, State(q1, qd1), 16, fps=30.0)
+    slide = integrate(sysm, State(q1, qd1), 16, fps=30.0)
     travelled = float(slide.q[-1][5] - q1[5])
     assert abs(slide.qd[-1][5]) < 0.05
     assert 0.8 * 0.102 < travelled < 1.25 * 0.102, travelled
@@ -214,7 +214,7 @@ def test_part_stops_hold_a_closing_lid_on_its_seat(stops):
         contacts = part_contacts(dec, dec.faces, dec.vertices)
         assert contacts is not None and len(contacts.i) > 20
         sysm.forces.append(contacts)
-    roll = simulate(sysm, State(torch.tensor([0.6]), torch.zeros(1)), 46, fps=30.0)
+    roll = integrate(sysm, State(torch.tensor([0.6]), torch.zeros(1)), 46, fps=30.0)
     q = np.asarray(roll.q)[:, 0]
     if stops:  # slams shut from 0.6 rad, is stopped within a few degrees and stays on its seat
         assert q.min() > -0.06 and abs(q[-1]) < 0.01

@@ -237,7 +237,7 @@ def test_config_fields_checked():
 def test_sample_keeps_the_files_vertices(files, tmp_path):
     import trimesh
 
-    from kinemesh.data.loaders import read_obj_geometry
+    from kinemesh.data.meshes import read_obj_geometry
 
     v, f = read_obj_geometry(files / "split.obj")
     assert len(trimesh.Trimesh(v, f, process=True).vertices) == 8 < len(v) == 36  # merged on a plain load
@@ -256,7 +256,7 @@ def test_sample_keeps_the_files_vertices(files, tmp_path):
 def test_working_mesh_maps_file_ids_to_the_decimated_mesh(tmp_path):
     import trimesh
 
-    from kinemesh.data.loaders import load_working_mesh
+    from kinemesh.data.meshes import load_working_mesh
 
     trimesh.creation.icosphere(subdivisions=4).export(tmp_path / "ball.obj")  # 2562 vertices
     wm = load_working_mesh(tmp_path / "ball.obj", max_vertices=500)

@@ -9,10 +9,10 @@ import torch
 from kinemesh.data.articulated import Joint
 from kinemesh.data.sequence import KinematicSequence
 from kinemesh.errors import ConfigError, KinemeshError
-from kinemesh.ik import IKConfig, chamfer, chamfer_reference, make_target, solve
+from kinemesh.ik import IKConfig, chamfer, make_target, solve
 from kinemesh.ik import baselines as B
-from kinemesh.ik.toy import ToyCabinetDecoder
 from kinemesh.reduce import ReducedDecoder, fit
+from toys import ToyCabinetDecoder, chamfer_reference
 
 FAST = IKConfig(n_candidates=16, n_starts=2, adam_steps=60, lbfgs_steps=15)
 
@@ -114,10 +114,10 @@ def test_rigidity_term_and_prior_barrier(toy, reduced):
     # pairs are restricted to the same part (point_groups), so the term does not fight the hinge
     res = solve(reduced, target, IKConfig(**{**FAST.__dict__, "rigidity_weight": 1.0}))
     assert abs(float(toy.joint_values(torch.as_tensor(res.z))[0]) - 0.3) < 0.03
-    from kinemesh.ik.solver import _Objective
+    from kinemesh.ik.solver import Objective
 
-    obj = _Objective(toy, target, IKConfig(rigidity_weight=1.0, prior_weight=0.0), None)
-    obj0 = _Objective(toy, target, IKConfig(rigidity_weight=0.0, prior_weight=0.0), None)
+    obj = Objective(toy, target, IKConfig(rigidity_weight=1.0, prior_weight=0.0), None)
+    obj0 = Objective(toy, target, IKConfig(rigidity_weight=0.0, prior_weight=0.0), None)
     z = toy.latent_for(0.3, 0.0)[None]
     assert torch.allclose(obj(z, None), obj0(z, None), atol=1e-7)  # rigid motion: zero rigidity energy
     bent = toy.points

@@ -11,14 +11,14 @@ from kinemesh.cli import main
 from kinemesh.data.articulated import ArticulatedObject, Joint, Part
 from kinemesh.data.exporters import export_obj
 from kinemesh.data.manifest import entry_for, write_manifest
-from kinemesh.ik.toy import _box
+from toys import box
 
 
 def _cabinet(rng, category="cabinet", scale=1.0):
     w = scale * rng.uniform(0.7, 0.9)
-    body = _box([-w / 2, -0.25, 0.0], [w / 2, 0.25, 0.6])
-    lid = _box([-w / 2, -0.25, 0.6], [w / 2, 0.25, 0.64])
-    drawer = _box([w / 2, -0.2, 0.1], [w / 2 + 0.3, 0.2, 0.3])
+    body = box([-w / 2, -0.25, 0.0], [w / 2, 0.25, 0.6])
+    lid = box([-w / 2, -0.25, 0.6], [w / 2, 0.25, 0.64])
+    drawer = box([w / 2, -0.2, 0.1], [w / 2 + 0.3, 0.2, 0.3])
     parts = [Part("body", *body, "body"), Part("lid", *lid, "lid"), Part("drawer", *drawer, "drawer")]
     joints = [Joint("hinge", "revolute", "body", "lid", [0, -1, 0], [-w / 2, 0, 0.6], (0.0, 1.2)),
               Joint("slide", "prismatic", "body", "drawer", [1, 0, 0], [0, 0, 0], (0.0, 0.25))]

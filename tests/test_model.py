@@ -131,19 +131,19 @@ def test_training_forward_loss_finite_and_kl_free_bits():
 
 
 def test_skin_blend_matches_geometry_blend_float64():
-    from kinemesh.model import _geometry as geo
+    from kinemesh.geometry import dualquat
     from kinemesh.model.network import skin_blend
 
     g = torch.Generator().manual_seed(0)
     raw = torch.randn(3, 5, 8, generator=g, dtype=torch.float64)
     raw[:, 1, :4] *= -1  # antipodal-ish rotations must not cancel
-    dq = geo.dq_normalize(raw)
+    dq = dualquat.normalize(raw)
     w = torch.softmax(torch.randn(3, 7, 5, generator=g, dtype=torch.float64), -1)
-    ref = geo.dq_blend(dq[:, None], w)
+    ref = dualquat.blend(dq[:, None], w)
     out = skin_blend(dq, w)
     # same transform (q and -q are the same rotation)
     pts = torch.randn(3, 7, 3, generator=g, dtype=torch.float64)
-    assert torch.allclose(geo.dq_apply(out, pts), geo.dq_apply(ref, pts), atol=1e-12)
+    assert torch.allclose(dualquat.apply(out, pts), dualquat.apply(ref, pts), atol=1e-12)
 
 
 def test_sample_cli_writes_objs_and_contact_sheet(tmp_path):
@@ -235,14 +235,17 @@ def test_posterior_and_decoder_direct_paths_reconstruct_rigid_motion_at_initiali
 
 
 def test_old_checkpoint_configs_load_without_the_new_options():
-    """A config.json written before component_rigid / posterior_procrustes existed builds the old network."""
-    from kinemesh.model.config import Config
+    """A config.json written before component_rigid / posterior_procrustes / prior_weight existed builds the old
+    network and training (the options were off), although today's defaults turn them on."""
+    from kinemesh.model.config import Config, ModelConfig, TrainConfig
 
-    d = preset("tiny").to_dict()
+    assert ModelConfig().component_rigid and ModelConfig().posterior_procrustes and TrainConfig().prior_weight > 0
+    d = preset("cpu-small").to_dict()
     for key in ("component_rigid", "posterior_procrustes"):
         d["model"].pop(key)
+    d["train"].pop("prior_weight")
     cfg = Config.from_dict(d)
-    assert not cfg.model.component_rigid and not cfg.model.posterior_procrustes
+    assert not cfg.model.component_rigid and not cfg.model.posterior_procrustes and cfg.train.prior_weight == 0
     net = KinematicVAE(cfg.model)
     assert not hasattr(net.decoder, "z_skip") and not hasattr(net.posterior, "motion_skip")
 

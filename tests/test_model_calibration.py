@@ -9,10 +9,11 @@ import torch
 from kinemesh.errors import ConfigError, InputFileError
 from kinemesh.model import untrained_model
 from kinemesh.model.api import KinematicModel
-from kinemesh.model.calibration import (CALIBRATION_FILE, aggregate_posterior, guess_kind, load_calibration,
-                                        save_calibration, sqrt_factor)
+from kinemesh.geometry.kind import guess_kind
+from kinemesh.model.calibration import aggregate_posterior
+from kinemesh.model.checkpoint import CALIBRATION_FILE, load_calibration, save_calibration, sqrt_factor
 from kinemesh.model.data import read_manifest_entries, select_split
-from kinemesh.model.toy import write_toy_dataset
+from toys import write_toy_dataset
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import torch
 
 from kinemesh.model import preset
 from kinemesh.model.network import KinematicVAE
-from kinemesh.model.toy import write_toy_dataset
+from toys import write_toy_dataset
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import torch
 from kinemesh.model import preset
 from kinemesh.model.data import Augment, PairSampler, read_manifest_entries, select_split
 from kinemesh.model.network import KinematicVAE, vae_loss
-from kinemesh.model.toy import write_toy_dataset
+from toys import write_toy_dataset
 
 
 @pytest.fixture(scope="module")

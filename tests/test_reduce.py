@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from kinemesh.errors import ConfigError, InputFileError
-from kinemesh.ik.toy import ToyCabinetDecoder
 from kinemesh.reduce import ReducedDecoder, Subspace, fit, outer_product_matrix
+from toys import ToyCabinetDecoder
 
 
 @pytest.fixture
@@ -89,17 +89,6 @@ def test_fixed_k_and_reduced_decoder(toy, tmp_path):
     assert back.method == sub.method and back.k == 3
 
 
-def test_spectrum_png(toy, tmp_path):
-    pytest.importorskip("kinemesh.viz.plots")
-    from kinemesh.viz import plots
-
-    if not hasattr(plots, "plot_spectrum"):
-        pytest.skip("kinemesh.viz.plots.plot_spectrum not available")
-    sub = fit(toy, k_q=2, n_samples=16)
-    out = sub.plot_spectrum(tmp_path / "spectrum.png")
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
 def test_bad_inputs(toy, tmp_path):
     with pytest.raises(ConfigError):
         fit(toy, k_q=0)
@@ -140,3 +129,38 @@ def test_subspace_in_calibrated_prior_coordinates(toy, tmp_path):
     sub.save(tmp_path / "sub")
     back = Subspace.load(tmp_path / "sub")
     assert torch.allclose(back.prior_factor, L) and torch.allclose(back.z(q), sub.z(q), atol=1e-6)
+
+
+def test_bind_policy_calibrated_kind_prior_and_missing_checkpoints(tmp_path, monkeypatch):
+    """bind: the kind is resolved once and picks its calibrated prior; IK's uncalibrated option and reduction off
+    are explicit; a missing checkpoint (the default one included) is an InputFileError, never an untrained model."""
+    import trimesh
+
+    import kinemesh.model.api as api
+    from kinemesh.model import load_model, untrained_model
+    from kinemesh.model.checkpoint import save_calibration
+    from kinemesh.reduce import ReductionConfig, bind
+
+    model = untrained_model("tiny")
+    D = model.latent_dim
+    model.save(tmp_path / "ck")
+    save_calibration(tmp_path / "ck", {"all": np.eye(D), "elastic": 4 * np.eye(D)}, {})
+    ball = trimesh.creation.icosphere(subdivisions=2)
+    v, f = np.asarray(ball.vertices), np.asarray(ball.faces)
+    b = bind(v, f, tmp_path / "ck", reduction=ReductionConfig(k_q=3, n_samples=4), n_points=64)
+    assert b.kind == "elastic" and b.instance.prior_kind == "elastic"  # a closed ball, guessed from the mesh
+    assert torch.allclose(b.instance.prior_factor, 2 * torch.eye(D))  # sqrt of the elastic covariance 4 I
+    assert b.subspace.k == 3 and b.decoder.vertices(torch.zeros(3)).shape == (len(v), 3)
+    raw = bind(v, f, b.model, kind="articulated", n_points=64,
+               reduction=ReductionConfig(enabled=False, calibrated_prior=False))
+    assert raw.kind == "articulated" and raw.instance.prior_factor is None
+    assert raw.subspace is None and raw.decoder is raw.instance
+    assert bind(v, f, b.model, kind="cloth", n_points=64, reduction=ReductionConfig(enabled=False)
+                ).instance.prior_kind == "all"  # no cloth calibration in this checkpoint: the pooled one
+    with pytest.raises(ConfigError, match="granular"):
+        bind(v, f, b.model, kind="granular")
+    with pytest.raises(InputFileError, match="not found"):
+        bind(v, f, tmp_path / "nothing")
+    monkeypatch.setattr(api, "DEFAULT_CHECKPOINT", tmp_path / "missing")
+    with pytest.raises(InputFileError, match="default checkpoint is missing"):
+        load_model()

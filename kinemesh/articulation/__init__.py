@@ -3,5 +3,5 @@ part selection and URDF/MJCF export.
 
 Modules: ``parts`` (segmented inputs), ``candidates`` (box candidate motions and their validity labels; the
 sweep checks, no detachment, no collision, are :mod:`kinemesh.geometry.validity`), ``predictor`` (network), ``infer`` (``articulate`` / heuristic baseline),
-``from_motion`` (ATOP stage 2), ``prompt`` (text -> part), ``export`` (JSON, URDF, MJCF, PNG), ``train``.
+``from_motion`` (ATOP stage 2), ``prompt`` (text -> part), ``export`` (JSON, URDF, MJCF, USD), ``train``.
 """

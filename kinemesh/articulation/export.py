@@ -1,4 +1,4 @@
-"""Export predicted articulations: the articulation JSON, URDF (+ OBJ meshes), MJCF, USD and a PNG.
+"""Export predicted articulations: the articulation JSON, URDF (+ OBJ meshes), MJCF and USD.
 
 URDF (:func:`kinemesh.data.urdf.write_urdf`): Z up, metres, the kinemesh frame is the URDF's world frame;
 link frames sit at their joint origins, world-aligned. MJCF comes from
@@ -79,19 +79,3 @@ def write_mjcf(obj: ArticulatedObject, path: str | os.PathLike) -> Path:
 
     xml = articulated_to_mjcf(obj, MjcfOptions(gravity=False), actuators=True)
     return write_text(path, xml)
-
-
-def render_png(obj: ArticulatedObject, path: str | os.PathLike, open_fraction: float = 0.6) -> Path:
-    """A PNG of the object at rest and with every joint at ``open_fraction`` of its range, joint axes drawn
-    as arrows (viz engineer's renderer)."""
-    from kinemesh.viz.render import render_frames
-
-    vals = {}
-    for j in obj.movable_joints:
-        lo, hi = j.limits if j.limits is not None else (-np.pi / 2, np.pi / 2)
-        vals[j.name] = (hi if abs(hi) >= abs(lo) else lo) * open_fraction
-    rest, faces, ids = obj.merged(None)
-    posed, _, _ = obj.merged(vals)
-    axes = [(j.origin, j.axis) for j in obj.movable_joints]
-    return render_frames(np.stack([rest, posed]), faces, path, part_ids=ids, axes=axes or None,
-                         progress=False, titles=["rest", "articulated"])

@@ -117,7 +117,7 @@ def run(args) -> int:
                               tmp / "candidates.json")
         if not args.no_render:
             try:
-                export.render_png(art, tmp / "articulation.png")
+                render_png(art, tmp / "articulation.png")
             except Exception as exc:  # rendering is a convenience; the joints are the product
                 print(f"warning: articulation.png not rendered: {exc}")
     moving = [p for p in preds if p.type != "fixed"]
@@ -131,3 +131,21 @@ def run(args) -> int:
         print(f" {mark} {p.name:24s} {p.type:9s} parent {p.parent:16s} axis {np.round(p.axis, 3).tolist()} "
               f"origin {np.round(p.origin, 3).tolist()}{lim} conf {p.confidence:.2f}")
     return 0
+
+
+def render_png(obj, path, open_fraction: float = 0.6):
+    """A PNG of an ArticulatedObject at rest and with every joint at ``open_fraction`` of its range, joint axes
+    drawn as arrows (``kinemesh.viz.render``); returns the path."""
+    import numpy as np
+
+    from kinemesh.viz.render import render_frames
+
+    vals = {}
+    for j in obj.movable_joints:
+        lo, hi = j.limits if j.limits is not None else (-np.pi / 2, np.pi / 2)
+        vals[j.name] = (hi if abs(hi) >= abs(lo) else lo) * open_fraction
+    rest, faces, ids = obj.merged(None)
+    posed, _, _ = obj.merged(vals)
+    axes = [(j.origin, j.axis) for j in obj.movable_joints]
+    return render_frames(np.stack([rest, posed]), faces, path, part_ids=ids, axes=axes or None,
+                         progress=False, titles=["rest", "articulated"])

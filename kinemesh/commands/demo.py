@@ -119,7 +119,8 @@ def _spec(name: str, vertices, faces, frames: int, fps: float, part_ids=None, ob
     """The action of each example, chosen from the geometry so it works for any mesh of that type."""
     import numpy as np
 
-    from kinemesh.dynamics.scene import SimulationSpec, guess_kind
+    from kinemesh.dynamics.scene import SimulationSpec
+    from kinemesh.geometry.kind import guess_kind
 
     v = np.asarray(vertices)
     if name == "cabinet":
@@ -154,10 +155,11 @@ def run(args) -> int:
     import numpy as np
     import torch
 
-    from kinemesh.commands.simulate import reduced_decoder, resolve_checkpoint, write_outputs
-    from kinemesh.dynamics.scene import run as simulate_scene
+    from kinemesh.commands.simulate import write_outputs
+    from kinemesh.dynamics.scene import simulate_mesh, torch_threads
     from kinemesh.errors import ConfigError, SimulationDivergedError
     from kinemesh.model import load_model
+    from kinemesh.reduce import ReductionConfig, bind
 
     names = [n.strip() for n in str(args.examples).split(",") if n.strip()]
     bad = [n for n in names if n not in EXAMPLES]
@@ -166,9 +168,8 @@ def run(args) -> int:
     from kinemesh.checks import out_dir
 
     out_dir(args.out, args.force)
-    ckpt = resolve_checkpoint(args.checkpoint)
     t_start = time.perf_counter()
-    model = load_model(ckpt).to(dtype=torch.float64)
+    model = load_model(args.checkpoint).to(dtype=torch.float64)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     sheet = []
@@ -183,7 +184,7 @@ def run(args) -> int:
             vertices, faces, part_ids, obj = art
             source = str(EXAMPLES_DIR / "cabinet")
         elif asset is not None:
-            from kinemesh.data.loaders import load_mesh
+            from kinemesh.data.meshes import load_mesh
 
             mesh = load_mesh(asset, max_vertices=20000, process=False)
             source = str(asset)
@@ -198,10 +199,11 @@ def run(args) -> int:
         spec, action = _spec(name, vertices, faces, args.frames, args.fps, part_ids, obj)
         if args.barrier_radius is not None:
             spec.barrier_radius = float(args.barrier_radius)
-        dec = reduced_decoder(model, vertices, faces, k_q=min(args.k_q, model.latent_dim), n_points=args.points,
-                              part_ids=part_ids, kind=spec.kind)
+        with torch_threads(1):
+            dec = bind(vertices, faces, model, kind=spec.kind, part_ids=part_ids, n_points=args.points,
+                       reduction=ReductionConfig(k_q=min(args.k_q, model.latent_dim))).decoder
         try:
-            result = simulate_scene(dec, vertices, faces, spec, part_ids=part_ids, progress=False, category=name)
+            result = simulate_mesh(dec, vertices, faces, spec, part_ids=part_ids, progress=False, category=name)
         except SimulationDivergedError as exc:  # report it, keep going with the other examples
             failed.append(name)
             lines.append(f"{name}: FAILED ({exc})")

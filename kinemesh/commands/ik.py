@@ -55,6 +55,7 @@ def motion_explained(vertex_error: float, rest_error: float) -> float | None:
 
 
 def run(args) -> int:
+    import dataclasses
     import json
 
     import numpy as np
@@ -65,8 +66,8 @@ def run(args) -> int:
     from kinemesh.data.exporters import export_obj
     from kinemesh.errors import ConfigError, InputFileError, KinemeshError
     from kinemesh.ik import IKConfig, make_target, solve
-    from kinemesh.ik.pipeline import ReductionConfig, load_rest, load_target, neurok_decoder
-    from kinemesh.model import load_model
+    from kinemesh.ik.pipeline import IK_REDUCTION, load_rest, load_target
+    from kinemesh.reduce import bind
 
     if args.steps < 0 or args.starts < 1 or args.polish_steps < 0:
         raise ConfigError("--steps and --polish-steps must be >= 0 and --starts >= 1")
@@ -85,15 +86,17 @@ def run(args) -> int:
         raise
     except KinemeshError as exc:
         raise InputFileError(args.target, str(exc)) from None
-    model = load_model(args.checkpoint, device=args.device)
     torch.manual_seed(args.seed)
-    red = ReductionConfig(enabled=not args.no_reduction, k_q=args.k_q, method=args.subspace_method,
-                          calibrated_prior=args.calibrated_prior)
-    decoder, sub = neurok_decoder(model, rest_v, rest_f, red, seed=args.seed)
+    red = dataclasses.replace(IK_REDUCTION, enabled=not args.no_reduction, k_q=args.k_q,
+                              method=args.subspace_method, calibrated_prior=args.calibrated_prior)
+    b = bind(rest_v, rest_f, args.checkpoint, reduction=red, n_points=2048, seed=args.seed, device=args.device)
+    decoder, sub = b.decoder, b.subspace
     if sub is not None and args.save_subspace:
         sub.save(args.save_subspace)
     if sub is not None and args.spectrum:
-        sub.plot_spectrum(args.spectrum)
+        from kinemesh.viz.plots import plot_spectrum
+
+        plot_spectrum(args.spectrum, sub.eigenvalues, sub.k)
     cfg = IKConfig(loss=args.loss, n_starts=args.starts, adam_steps=args.steps, rigidity_weight=args.rigidity,
                    fit_similarity=args.normalize_target, seed=args.seed, refine_z_steps=args.polish_steps)
     res = solve(decoder, target, cfg)
@@ -102,9 +105,9 @@ def run(args) -> int:
     if "vertex_error" in res.errors:
         rest_err = float(np.linalg.norm(rest_v - target.vertices.numpy(), axis=1).mean())
         ve = res.errors["vertex_error"]
-        from kinemesh.ik.target import bbox_normalization
+        from kinemesh.geometry.normalize import normalization
 
-        rest_err *= bbox_normalization(rest_v)[1]
+        rest_err *= normalization(rest_v)[1]
         expl = motion_explained(ve, rest_err)
         msg += (f", vertex error {ve:.5f} (rest pose {rest_err:.5f}, motion explained "
                 + ("n/a: the target is the rest pose)" if expl is None else f"{expl:.1%})"))

@@ -40,7 +40,9 @@ def run(args) -> int:
     what = loaders.sequence_kind(path)
     budget = args.max_vertices or None
     if what == "mesh":
-        mesh = loaders.load_mesh(path, max_vertices=budget)
+        from kinemesh.data.meshes import load_mesh
+
+        mesh = load_mesh(path, max_vertices=budget)
         lo, hi = mesh.bounds
         print(f"mesh {path.name}: {len(mesh.vertices)} vertices, {len(mesh.faces)} faces")
         print(

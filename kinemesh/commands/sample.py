@@ -30,9 +30,10 @@ def run(args) -> int:
     from kinemesh.atomic import atomic_dir
     from kinemesh.checks import out_dir
     from kinemesh.data.exporters import export_obj
-    from kinemesh.data.loaders import load_working_mesh
+    from kinemesh.data.meshes import load_working_mesh
     from kinemesh.errors import ConfigError
     from kinemesh.model import load_model
+    from kinemesh.viz.render import contact_sheet
 
     if args.n < 1 or args.n > 1000:
         raise ConfigError(f"--n must be in 1..1000, got {args.n}")
@@ -50,7 +51,7 @@ def run(args) -> int:
         for i, v in enumerate(verts):
             export_obj(v, faces, tmp / f"sample_{i:02d}.obj")
             tiles.append((v, faces, None, f"sample {i}"))
-        _contact_sheet(tiles, tmp / "contact_sheet.png")
+        contact_sheet(tiles, tmp / "contact_sheet.png", cols=3)
         (tmp / "samples.json").write_text(json.dumps({
             "mesh": str(args.mesh), "checkpoint": args.checkpoint or "default", "n": args.n, "seed": args.seed,
             "std": args.std, "latent_dim": inst.latent_dim, "trained": model.info.get("trained", True),
@@ -58,26 +59,3 @@ def run(args) -> int:
     print(f"wrote {args.n} samples to {args.out}" + (f" (of the mesh decimated to {len(rest)} vertices)"
                                                      if wm.decimated else ""))
     return 0
-
-
-def _contact_sheet(tiles, path) -> None:
-    try:
-        from kinemesh.viz.render import contact_sheet
-    except ImportError:  # viz not installed in this checkout: a plain matplotlib grid
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        cols = 4
-        rows = (len(tiles) + cols - 1) // cols
-        fig = plt.figure(figsize=(3 * cols, 3 * rows))
-        for i, (v, f, _, title) in enumerate(tiles):
-            ax = fig.add_subplot(rows, cols, i + 1, projection="3d")
-            ax.plot_trisurf(v[:, 0], v[:, 1], v[:, 2], triangles=f, color="0.7", linewidth=0)
-            ax.set_title(title)
-            ax.set_axis_off()
-        fig.savefig(path, dpi=80)
-        plt.close(fig)
-        return
-    contact_sheet(tiles, path, cols=3)

@@ -162,40 +162,6 @@ def spec_from_args(args):
         friction=getattr(args, "friction", 0.8), rigid=False if getattr(args, "no_rigid", False) else None)
 
 
-def resolve_checkpoint(checkpoint):
-    """The checkpoint folder to use; the default one must exist (no silent untrained fallback)."""
-    from pathlib import Path
-
-    from kinemesh.errors import InputFileError
-    from kinemesh.model.checkpoint import DEFAULT_CHECKPOINT
-
-    if checkpoint is not None:
-        return Path(checkpoint)
-    if not (DEFAULT_CHECKPOINT / "model.safetensors").is_file():
-        raise InputFileError(DEFAULT_CHECKPOINT, "the default checkpoint is missing (not trained yet?); train "
-                             "one with `kinemesh train` or pass --checkpoint DIR")
-    return DEFAULT_CHECKPOINT
-
-
-def reduced_decoder(model, vertices, faces, k_q: int = 8, n_points: int = 1024, seed: int = 0,
-                    n_samples: int = 32, part_ids=None, kind: str = "auto"):
-    """Bind ``model`` to the mesh and reduce it to ``k_q`` active coordinates: a ReducedDecoder.
-
-    ``kind`` (articulated / elastic / cloth / auto) selects the calibrated prior the subspace is taken in."""
-    from kinemesh.dynamics.scene import torch_threads
-    from kinemesh.errors import ConfigError
-    from kinemesh.reduce import ReducedDecoder, fit
-
-    if n_points < 16:
-        raise ConfigError(f"--points must be >= 16, got {n_points}")
-    inst = model.instance(vertices, faces, n_points=n_points, seed=seed, part_ids=part_ids, kind=kind)
-    if not 1 <= k_q <= inst.latent_dim:
-        raise ConfigError(f"--k-q {k_q}: must be between 1 and the latent dimension {inst.latent_dim}")
-    with torch_threads(1):
-        sub = fit(inst, k_q=k_q, n_samples=n_samples, seed=seed)
-    return ReducedDecoder(inst, sub)
-
-
 def write_outputs(result, out_glb=None, video=None, npz=None, plot_energy=None, fps=30.0, progress=True,
                   title=""):
     """Write the GLB / video / npz / energy plot of a SimulationResult; returns the written paths."""
@@ -227,16 +193,16 @@ def write_outputs(result, out_glb=None, video=None, npz=None, plot_energy=None, 
 
 
 def run(args) -> int:
+    import dataclasses
+
     import numpy as np
     import torch
 
-    import dataclasses
-
-    from kinemesh.data.loaders import load_working_mesh
-    from kinemesh.dynamics.scene import run as simulate_scene
     from kinemesh.checks import out_file
+    from kinemesh.data.meshes import load_working_mesh
+    from kinemesh.dynamics.scene import simulate_mesh, torch_threads
     from kinemesh.errors import ConfigError
-    from kinemesh.model import load_model
+    from kinemesh.reduce import ReductionConfig, bind
 
     spec = spec_from_args(args)
     for option, path, exts in (("--out", args.out, (".glb",)), ("--video", args.video, (".mp4", ".gif")),
@@ -254,11 +220,11 @@ def run(args) -> int:
     spec.drag_vertex, spec.poke_vertex = work(spec.drag_vertex), work(spec.poke_vertex)
     spec.velocity_vertices = tuple(work(i) for i in spec.velocity_vertices)
     spec.pins = tuple(dict.fromkeys(work(i) for i in spec.pins))
-    ckpt = resolve_checkpoint(args.checkpoint)
-    model = load_model(ckpt, device=args.device).to(dtype=torch.float64)
-    dec = reduced_decoder(model, vertices, faces, k_q=args.k_q, n_points=args.points, seed=args.seed,
-                          kind=spec.kind)
-    result = simulate_scene(dec, vertices, faces, spec, progress=True,
+    with torch_threads(1):
+        b = bind(vertices, faces, args.checkpoint, kind=spec.kind, reduction=ReductionConfig(k_q=args.k_q),
+                 n_points=args.points, seed=args.seed, device=args.device, dtype=torch.float64)
+    spec.kind = b.kind
+    result = simulate_mesh(b.decoder, vertices, faces, spec, progress=True,
                             category=str(getattr(args, "category", "unknown")))
     seq = result.sequence  # back to the file's vertices (count and order) unless the mesh was decimated
     result.sequence = dataclasses.replace(

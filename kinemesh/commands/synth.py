@@ -108,9 +108,10 @@ def run(args) -> int:
     if args.out is None and not args.preview:
         raise ConfigError("--out is required (or use --preview alone)")
     if args.preview:
-        from kinemesh.synth.preview import render_preview
+        from kinemesh.synth.preview import preview_meshes
+        from kinemesh.viz.render import contact_sheet
 
-        path = render_preview(args.preview_path, kinds=kinds, seed=args.seed)
+        path = contact_sheet(preview_meshes(kinds, args.seed), args.preview_path, cols=6, size=(300, 225))
         print(f"wrote {path}")
     if args.out is None:
         return 0

@@ -2,7 +2,8 @@
 
 * :mod:`kinemesh.data.sequence` - ``KinematicSequence`` (the ``.npz`` contract).
 * :mod:`kinemesh.data.articulated` - ``Part``, ``Joint``, ``ArticulatedObject`` (forward kinematics).
-* :mod:`kinemesh.data.loaders` - ``load_mesh``, ``load_sequence`` (npz / mesh-frame folder / ``.anime`` /
+* :mod:`kinemesh.data.meshes` - ``load_mesh`` (OBJ / PLY / STL / glTF / OFF, decimated to a budget).
+* :mod:`kinemesh.data.loaders` - ``load_sequence`` (npz / mesh-frame folder / ``.anime`` /
   PartNet-Mobility folder / URDF), ``load_anime``, ``load_mesh_folder``.
 * :mod:`kinemesh.data.partnet` - ``load_articulated`` (the URDF's world frame, Z up), ``write_partnet_folder``.
 * :mod:`kinemesh.data.urdf` - URDF read (yourdfpy behind our safety checks) and written (``write_urdf``).

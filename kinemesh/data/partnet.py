@@ -30,7 +30,7 @@ import numpy as np
 
 from kinemesh.atomic import atomic_dir
 from kinemesh.data.articulated import ArticulatedObject, Joint, Part
-from kinemesh.data.loaders import DEFAULT_MAX_VERTICES, decimate, load_mesh
+from kinemesh.data.meshes import DEFAULT_MAX_VERTICES, decimate, load_mesh
 from kinemesh.data.urdf import Urdf, read_urdf, rpy_matrix, write_urdf
 from kinemesh.errors import InputFileError, KinemeshError
 

@@ -1,6 +1,6 @@
 """The KinematicSequence: one 4D object (a fixed-topology mesh moving over time) in one ``.npz`` file.
 
-Contract (DESIGN.md): ``rest_vertices`` (n, 3) float32, ``faces`` (m, 3) int32, ``frames`` (T, n, 3) float32
+Contract (docs/data.md): ``rest_vertices`` (n, 3) float32, ``faces`` (m, 3) int32, ``frames`` (T, n, 3) float32
 absolute vertex positions in metres, ``times`` (T,) float32 seconds, optional ``part_ids`` (n,) int32, and
 ``meta``, a JSON string with at least ``category``, ``kind`` (articulated | elastic | cloth | mixed),
 ``source``, ``units`` ("m"), ``up`` ("z") and, for articulated objects, ``joints``.

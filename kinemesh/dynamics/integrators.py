@@ -198,7 +198,7 @@ def _runaway(system: System, state: State, limit: float) -> bool:
     return float(((state.q - system.prior_mean) * system.latent).abs().max()) > limit
 
 
-def simulate(system: System, state0: State, n_frames: int, fps: float = 30.0, substeps: int = 2,
+def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, substeps: int = 2,
              integrator: str = "midpoint", max_halvings: int = 6, runaway_std: float | None = None,
              energy_check: bool = True, progress: bool = False, max_dq: float = 0.25,
              max_substeps: int = 512) -> Rollout:

@@ -2,9 +2,9 @@
 
 ``build_system`` chooses masses, stiffness, damping, barrier and pin springs from the object kind;
 ``initial_conditions`` turns the action (drag, poke, velocity) into (q0, qd0) by the boundary-condition solve
-(NeuROK Sec. 5.3); ``run`` integrates and decodes the vertices of every frame.
+(NeuROK Sec. 5.3); ``simulate_mesh`` integrates and decodes the vertices of every frame.
 
-Per-kind defaults (DESIGN.md: potential energy is a modelling choice): a free hinge has no restoring force
+Per-kind defaults (the potential energy is a modelling choice, NeuROK Sec. 5.2): a free hinge has no restoring force
 (articulated: stiffness 0 Hz), an elastic body and cloth spring back (2 Hz and 1 Hz). The latent stiffness is
 given as the natural frequency f of small oscillations about the rest state: k = (2 pi f)^2 m_bar with m_bar
 the mean generalized mass trace(M(q_rest)) / k_q.
@@ -23,15 +23,14 @@ import torch
 
 from kinemesh.dynamics.boundary import impulse_velocity, solve_positions, solve_velocities
 from kinemesh.dynamics.eom import kinematics, mass_matrix
-from kinemesh.dynamics.integrators import INTEGRATORS, Rollout, simulate
+from kinemesh.dynamics.integrators import INTEGRATORS, Rollout, integrate
 from kinemesh.dynamics.floating import FloatingDecoder
 from kinemesh.dynamics.system import Floor, PointForce, Spring, State, System, Wind, make_handles, part_contacts
 from kinemesh.errors import ConfigError
-from kinemesh.model.calibration import guess_kind  # noqa: F401  (re-exported: the kind of a mesh)
+from kinemesh.geometry.kind import resolve_kind
 
 log = logging.getLogger(__name__)
 
-KINDS = ("articulated", "elastic", "cloth")
 KIND_DEFAULTS = {
     # stiffness (Hz), damping alpha (1/s), density (kg/m^3, cloth: kg/m^2), barrier radius (prior std).
     # Articulated barrier at 2 std: with the calibrated prior the reduced coordinates are standardised training
@@ -201,9 +200,7 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
     """
     vertices = np.asarray(vertices, dtype=np.float64)
     faces = np.asarray(faces, dtype=np.int64)
-    kind = spec.kind if spec.kind != "auto" else guess_kind(vertices, faces)
-    if kind not in KINDS:
-        raise ConfigError(f"kind {spec.kind!r}: choose one of {KINDS} or auto")
+    kind = resolve_kind(spec.kind, vertices, faces)
     if spec.integrator not in INTEGRATORS:
         raise ConfigError(f"integrator {spec.integrator!r}: choose one of {INTEGRATORS}")
     d = KIND_DEFAULTS[kind]
@@ -413,7 +410,7 @@ def rest_offset(decoder, q_rest) -> np.ndarray:
     return decoder.rest_vertices.detach().double().numpy() - dec
 
 
-def run(decoder, vertices: np.ndarray, faces: np.ndarray, spec: SimulationSpec, part_ids=None,
+def simulate_mesh(decoder, vertices: np.ndarray, faces: np.ndarray, spec: SimulationSpec, part_ids=None,
         progress: bool = True, derivatives: str = "fd", category: str = "unknown",
         rest_correction: bool = True) -> SimulationResult:
     """Build the system, solve the initial conditions, integrate and decode: a SimulationResult whose
@@ -439,7 +436,7 @@ def run(decoder, vertices: np.ndarray, faces: np.ndarray, spec: SimulationSpec, 
         lead = lead[: max(0, spec.frames - 1)]
         n_dyn = spec.frames - len(lead)
         t1 = time.perf_counter()
-        roll = simulate(system, state0, n_dyn, fps=spec.fps, substeps=spec.substeps, integrator=spec.integrator,
+        roll = integrate(system, state0, n_dyn, fps=spec.fps, substeps=spec.substeps, integrator=spec.integrator,
                         progress=progress, max_dq=spec.max_dq)
         t2 = time.perf_counter()
         q_all = np.concatenate([lead, roll.q]) if len(lead) else roll.q

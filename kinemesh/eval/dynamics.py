@@ -156,7 +156,7 @@ def rollout(decoder, gt, scenario: str, fps: float, barrier_radius: float | None
     import torch
 
     from kinemesh.dynamics.boundary import impulse_velocity, solve_positions
-    from kinemesh.dynamics.integrators import simulate
+    from kinemesh.dynamics.integrators import integrate
     from kinemesh.dynamics.scene import build_system, decode_vertices, rest_offset, stiffen_barrier, torch_threads
     from kinemesh.dynamics.system import PointForce, State, make_handles
 
@@ -178,7 +178,7 @@ def rollout(decoder, gt, scenario: str, fps: float, barrier_radius: float | None
             else:
                 qd0 = impulse_velocity(system, make_handles(system.decoder, ids), q0, impulses)
         stiffen_barrier(system, State(q0, qd0))
-        roll = simulate(system, State(q0, qd0), gt.n_frames, fps=fps, substeps=spec.substeps)
+        roll = integrate(system, State(q0, qd0), gt.n_frames, fps=fps, substeps=spec.substeps)
         # same rest correction as ``kinemesh simulate``: the motion is added to the exact rest mesh
         frames = decode_vertices(system.decoder, roll.q, rest_offset=rest_offset(system.decoder, system.q_rest))
     return frames, roll
@@ -197,18 +197,20 @@ def run(args) -> int:
     import torch
 
     from kinemesh.atomic import write_text
-    from kinemesh.commands.simulate import reduced_decoder, resolve_checkpoint
     from kinemesh.dynamics.linear import LinearDecoder
+    from kinemesh.dynamics.scene import torch_threads
     from kinemesh.errors import ConfigError
     from kinemesh.model import load_model
+    from kinemesh.model.checkpoint import DEFAULT_CHECKPOINT
+    from kinemesh.reduce import ReductionConfig, bind
 
     scenarios = [s.strip() for s in str(args.scenarios).split(",") if s.strip()]
     if not scenarios or any(s not in SCENARIOS for s in scenarios):
         raise ConfigError(f"--scenarios {args.scenarios!r}: choose from {','.join(SCENARIOS)}")
     if args.per_scenario < 1 or args.frames < 2:
         raise ConfigError("--per-scenario must be >= 1 and --frames >= 2")
-    ckpt = resolve_checkpoint(args.checkpoint)
-    model = load_model(ckpt).to(dtype=torch.float64)
+    model = load_model(args.checkpoint).to(dtype=torch.float64)
+    ckpt = args.checkpoint or DEFAULT_CHECKPOINT
     folder = Path(args.data)
     folder.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -221,8 +223,9 @@ def run(args) -> int:
         gt = ground_truth(scenario, i, args.frames, folder)
         fps = float((gt.n_frames - 1) / max(float(gt.times[-1] - gt.times[0]), 1e-9))
         rest = gt.rest_vertices.astype(np.float64)
-        dec = reduced_decoder(model, rest, gt.faces, k_q=min(args.k_q, model.latent_dim), n_points=args.points,
-                              part_ids=gt.part_ids, kind=KINDS[scenario])
+        with torch_threads(1):
+            dec = bind(rest, gt.faces, model, kind=KINDS[scenario], part_ids=gt.part_ids, n_points=args.points,
+                       reduction=ReductionConfig(k_q=min(args.k_q, model.latent_dim))).decoder
         res = {"scenario": scenario, "object": f"{gt.meta['category']} #{i}", "vertices": len(rest)}
         t0 = time.perf_counter()
         try:

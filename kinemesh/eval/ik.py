@@ -3,7 +3,7 @@
 For every target (a held-out sequence's rest mesh and one of its frames, or a real PartNet-Mobility object
 at a sampled joint configuration), every method fits the rest mesh to the target *without* using vertex
 correspondences (Chamfer data term, as for a scan of any topology); correspondences are used only to score
-the fit. Metrics are computed after normalizing by the rest shape (bbox centred, longest side 1, DESIGN.md):
+the fit. Metrics are computed after normalizing by the rest shape (bbox centred, longest side 1, docs/architecture.md):
 
 - Chamfer-L1 / Chamfer-L2: surface samples to the other mesh's surface (point-to-triangle), both directions;
 - IoU: volumetric IoU (random-point occupancy for watertight meshes, voxels otherwise);
@@ -218,9 +218,9 @@ def score(fit_v: np.ndarray, t: EvalTarget, n_samples: int, iou_points: int, see
           iou_voxels: int = 32) -> dict:
     """Metrics of one fit (see module docstring), normalized by the rest shape."""
     from kinemesh.geometry import metrics
-    from kinemesh.ik.target import bbox_normalization
+    from kinemesh.geometry.normalize import normalization
 
-    c, s = bbox_normalization(t.rest_vertices)
+    c, s = normalization(t.rest_vertices)
     fv, tv, rv = (fit_v - c) * s, (t.target_vertices - c) * s, (t.rest_vertices - c) * s
     from kinemesh.geometry.sampling import sample_surface
 
@@ -284,18 +284,23 @@ class Runner:
         self._plotted = False
 
     def _neurok(self, model_name: str, t: EvalTarget, reduced: bool):
-        from kinemesh.ik.pipeline import ReductionConfig, neurok_decoder
+        from kinemesh.ik.pipeline import IK_REDUCTION
+        from kinemesh.reduce import bind
 
         key = (model_name, t.instance_key, reduced)
         if key not in self._inst:
             if len(self._inst) > 8:
                 self._inst.clear()
-            red = ReductionConfig(enabled=reduced, k_q=self.args.k_q, method=self.args.subspace_method,
-                                  calibrated_prior=self.args.calibrated_prior)
+            red = replace(IK_REDUCTION, enabled=reduced, k_q=self.args.k_q,
+                          method=self.args.subspace_method, calibrated_prior=self.args.calibrated_prior)
             t0 = time.perf_counter()
-            dec, sub = neurok_decoder(self.models[model_name], t.rest_vertices, t.faces, red, seed=self.args.seed)
+            b = bind(t.rest_vertices, t.faces, self.models[model_name], reduction=red, n_points=2048,
+                     seed=self.args.seed)
+            dec, sub = b.decoder, b.subspace
             if sub is not None and getattr(self.args, "spectrum", None) and not self._plotted:
-                sub.plot_spectrum(self.args.spectrum)
+                from kinemesh.viz.plots import plot_spectrum
+
+                plot_spectrum(self.args.spectrum, sub.eigenvalues, sub.k)
                 self._plotted = True
                 self.notes.add(f"eigen-spectrum of {t.name} ({sub.method}, k_q = {sub.k}, "
                                f"{sub.explained:.3f} explained): {self.args.spectrum}")

@@ -25,23 +25,8 @@ import numpy as np
 import torch
 
 from kinemesh.errors import KinemeshError
-from kinemesh.ik.target import bbox_normalization
-
-
-def surface_samples(vertices: np.ndarray, faces: np.ndarray, n: int, seed: int = 0):
-    """(face_ids (n,), bary (n, 3)) of area-weighted surface samples of the rest mesh."""
-    try:
-        from kinemesh.geometry.sampling import sample_surface
-
-        _, fid, bary = sample_surface(vertices, faces, n, seed=seed)
-        return np.asarray(fid), np.asarray(bary)
-    except ImportError:  # geometry not landed yet
-        rng = np.random.default_rng(seed)
-        tri = vertices[faces]
-        area = 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
-        fid = rng.choice(len(faces), n, p=area / area.sum())
-        r1, r2 = np.sqrt(rng.random(n)), rng.random(n)
-        return fid, np.stack([1 - r1, r1 * (1 - r2), r1 * r2], 1)
+from kinemesh.geometry.normalize import normalization
+from kinemesh.geometry.sampling import sample_surface
 
 
 class _VertexDecoder:
@@ -52,7 +37,7 @@ class _VertexDecoder:
         f = np.asarray(faces, dtype=np.int64)
         self.faces = f
         self.rest_vertices = torch.as_tensor(v, dtype=torch.float32)
-        fid, bary = surface_samples(v, f, n_points, seed)
+        _, fid, bary = sample_surface(v, f, n_points, seed=seed)
         self._tri = torch.as_tensor(f[fid])  # (P, 3)
         self._bary = torch.as_tensor(bary, dtype=torch.float32)  # (P, 3)
         self.rest_points = self._interp(self.rest_vertices)
@@ -94,8 +79,8 @@ def transfer_displacements(rest_vertices: np.ndarray, source_rest: np.ndarray, s
     """
     from scipy.spatial import cKDTree
 
-    c_t, s_t = bbox_normalization(rest_vertices)
-    c_s, s_s = bbox_normalization(source_rest)
+    c_t, s_t = normalization(rest_vertices)
+    c_s, s_s = normalization(source_rest)
     tree = cKDTree((source_rest - c_s) * s_s)
     _, idx = tree.query((rest_vertices - c_t) * s_t, k=k)
     d = np.asarray(source_disp)[:, idx] * (s_s / s_t)
@@ -160,10 +145,10 @@ def nearest_pose(rest_vertices, faces, pool: np.ndarray, target, n_points: int =
 
     Returns (vertices (N, 3) float64 metres, index into the pool, objective value).
     """
-    from kinemesh.ik.solver import IKConfig, _Objective
+    from kinemesh.ik.solver import IKConfig, Objective
 
     dec = PoolDecoder(rest_vertices, faces, pool, n_points, seed)
-    obj = _Objective(dec, target, IKConfig(prior_weight=0.0), None)
+    obj = Objective(dec, target, IKConfig(prior_weight=0.0), None)
     best, best_i = math.inf, -1
     with torch.no_grad():
         for s in range(0, len(pool), batch):
@@ -186,7 +171,7 @@ class FreeFormDecoder(_VertexDecoder):
                  laplacian_weight: float = 1.0, edge_weight: float = 10.0):
         super().__init__(rest_vertices, faces, n_points, seed)
         N = len(self.rest_vertices)
-        _, s = bbox_normalization(self.rest_vertices.numpy())
+        _, s = normalization(self.rest_vertices.numpy())
         self.s = float(s)
         self.latent_dim = 3 * N
         self.mu_cond = torch.zeros(3 * N)

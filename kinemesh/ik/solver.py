@@ -7,7 +7,7 @@ The objective, in the rest mesh's normalized units (bbox longest side 1, so weig
 
 data = vertex L2 (correspondences known) or squared Chamfer between decoded sample points and target
 samples (both directions, or target -> prediction only for partial targets); the prior barrier keeps the
-state where the prior N(mu, I) has mass (joint limits then come from the decoder, DESIGN.md); R is the
+state where the prior N(mu, I) has mass (joint limits then come from the decoder, docs/architecture.md); R is the
 mean squared change of k-nearest-neighbour distances of the decoded points (discourages bending rigid
 parts). Optimisation: screen ``n_candidates`` prior samples (plus the prior mean), refine the best
 ``n_starts`` together with Adam, then polish the best one with L-BFGS; a reduced fit (q) is finally polished in
@@ -25,7 +25,8 @@ import numpy as np
 import torch
 
 from kinemesh.errors import ConfigError
-from kinemesh.ik.target import Target, bbox_normalization
+from kinemesh.geometry.normalize import normalization
+from kinemesh.ik.target import Target
 
 
 @dataclass
@@ -108,28 +109,14 @@ class IKResult:
     subspace; ``latent`` is the reduced fit's q)."""
 
 
-def chamfer_reference(pred: torch.Tensor, target: torch.Tensor, one_sided: bool = False,
-                      squared: bool = True) -> torch.Tensor:
-    """Dense reference Chamfer. pred (B, P, 3), target (M, 3) -> (B,). O(B P M) memory; for tests.
-
-    Symmetric: 0.5 * (mean_p min_t d(p,t) + mean_t min_p d(p,t)); one-sided: mean_t min_p d(p,t), with
-    d = |p - t|^2 (``squared``) or |p - t|.
-    """
-    d = torch.cdist(pred, target.expand(pred.shape[0], -1, -1))
-    if squared:
-        d = d.pow(2)
-    t2p = d.min(1).values.mean(-1)
-    if one_sided:
-        return t2p
-    return 0.5 * (d.min(2).values.mean(-1) + t2p)
-
-
 def chamfer(pred: torch.Tensor, target: torch.Tensor, one_sided: bool = False, squared: bool = True,
             target_tree=None) -> torch.Tensor:
-    """Same value and gradient as :func:`chamfer_reference`, with nearest neighbours from k-d trees
+    """Chamfer distance (the dense definition below), with nearest neighbours from k-d trees
     (found without gradient; the gradient of a min is the gradient at the argmin). ~10x faster on CPU.
 
-    pred (B, P, 3), target (M, 3) -> (B,). ``target_tree``: a cKDTree of ``target`` to reuse.
+    Symmetric: 0.5 * (mean_p min_t d(p,t) + mean_t min_p d(p,t)); one-sided: mean_t min_p d(p,t), with
+    d = |p - t|^2 (``squared``) or |p - t|. pred (B, P, 3), target (M, 3) -> (B,). ``target_tree``: a cKDTree
+    of ``target`` to reuse.
     """
     from scipy.spatial import cKDTree
 
@@ -172,13 +159,13 @@ def knn_pairs(points: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]
     return torch.as_tensor(i), torch.as_tensor(idx[:, 1:].reshape(-1))
 
 
-class _Objective:
+class Objective:
     """E(latent, similarity) for a batch of starts, in normalized units."""
 
     def __init__(self, decoder, target: Target, cfg: IKConfig, regularizer):
         self.decoder, self.target, self.cfg, self.regularizer = decoder, target, cfg, regularizer
         rest_v = decoder.rest_vertices.detach().cpu().numpy()
-        c, s = bbox_normalization(rest_v)
+        c, s = normalization(rest_v)
         self.s = float(s)
         self.mu = decoder.mu_cond.detach().float()
         loss = cfg.loss
@@ -337,7 +324,7 @@ def _solve(decoder, target: Target, cfg: IKConfig, regularizer, init) -> IKResul
     if cfg.n_starts < 1 or cfg.n_candidates < 1 or cfg.adam_steps < 0 or cfg.lbfgs_steps < 0:
         raise ConfigError("IK: n_starts and n_candidates must be >= 1, step counts >= 0")
     t0 = time.perf_counter()
-    obj = _Objective(decoder, target, cfg, regularizer)
+    obj = Objective(decoder, target, cfg, regularizer)
     mu = obj.mu
     k = int(mu.shape[-1])
     gen = torch.Generator().manual_seed(cfg.seed)

@@ -9,7 +9,8 @@ import numpy as np
 import torch
 
 from kinemesh.errors import KinemeshError
-from kinemesh.geometry.normalize import normalization as bbox_normalization  # the one bbox normalization
+from kinemesh.geometry.normalize import normalization
+from kinemesh.geometry.sampling import sample_surface
 
 
 @dataclass
@@ -53,16 +54,7 @@ def _check_array(x, name: str) -> np.ndarray:
 def sample_target_points(vertices: np.ndarray, faces: np.ndarray | None, n: int, seed: int = 0) -> np.ndarray:
     """Surface samples (n, 3) of a mesh, or a random subset of a point cloud (faces None or empty)."""
     if faces is not None and len(faces) > 0:
-        try:
-            from kinemesh.geometry.sampling import sample_surface
-
-            pts, _, _ = sample_surface(vertices, faces, n, seed=seed)
-        except ImportError:  # geometry not landed yet: trimesh's area-weighted sampler
-            import trimesh
-
-            mesh = trimesh.Trimesh(vertices, faces, process=False)
-            pts, _ = trimesh.sample.sample_surface(mesh, n, seed=seed)
-        return np.asarray(pts, dtype=np.float64)
+        return np.asarray(sample_surface(vertices, faces, n, seed=seed)[0], dtype=np.float64)
     rng = np.random.default_rng(seed)
     if len(vertices) > n:
         return vertices[rng.choice(len(vertices), n, replace=False)]
@@ -124,8 +116,8 @@ def make_target(
     if normalize:
         if rv is None:
             raise KinemeshError("IK target: normalize needs the rest vertices")
-        c_t, s_t = bbox_normalization(v)
-        c_r, s_r = bbox_normalization(rv)
+        c_t, s_t = normalization(v)
+        c_r, s_r = normalization(rv)
         # x_rest = (x_target - c_t) * s_t / s_r + c_r  <=>  x_target = x_rest * scale + translation
         scale = s_r / s_t
         trans = c_t - c_r * scale

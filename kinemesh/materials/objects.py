@@ -26,7 +26,7 @@ def load_object(path: str | os.PathLike) -> ArticulatedObject:
     if path.suffix.lower() == ".npz":
         return _from_sequence(path)
     if path.suffix.lower() in MESH_SUFFIXES:
-        from kinemesh.data.loaders import load_mesh
+        from kinemesh.data.meshes import load_mesh
 
         mesh = load_mesh(path)
         name = path.stem

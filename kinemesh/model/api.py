@@ -8,7 +8,6 @@ forward mode.
 
 from __future__ import annotations
 
-import logging
 import os
 from pathlib import Path
 
@@ -16,15 +15,18 @@ import numpy as np
 import torch
 
 from kinemesh.errors import ConfigError, InputFileError
-from kinemesh.model import _geometry as geo
-from kinemesh.model.checkpoint import DEFAULT_CHECKPOINT, load_weights, read_config, save_weights
+from kinemesh.geometry import dualquat
+from kinemesh.geometry.kind import connected_components, resolve_kind
+from kinemesh.geometry.normalize import normalization
+from kinemesh.geometry.sampling import points_from_barycentric, sample_surface
+from kinemesh.geometry.transfer import knn_weights, to_vertices
+from kinemesh.model.checkpoint import (DEFAULT_CHECKPOINT, load_calibration, load_weights, read_config,
+                                       save_calibration, save_weights)
 from kinemesh.model.config import Config, preset
 from kinemesh.model.network import KinematicVAE, skin_blend
 
-log = logging.getLogger(__name__)
 
-
-def _as_mesh_arrays(mesh) -> tuple[np.ndarray, np.ndarray]:
+def mesh_arrays(mesh) -> tuple[np.ndarray, np.ndarray]:
     """(vertices (n,3) float64, faces (m,3) int64) from a trimesh, a (vertices, faces) pair or a path."""
     if isinstance(mesh, (str, os.PathLike)):
         import trimesh
@@ -40,18 +42,6 @@ def _as_mesh_arrays(mesh) -> tuple[np.ndarray, np.ndarray]:
         return np.asarray(mesh.vertices, dtype=np.float64), np.asarray(mesh.faces, dtype=np.int64)
     vertices, faces = mesh
     return np.asarray(vertices, dtype=np.float64), np.asarray(faces, dtype=np.int64)
-
-
-def connected_components(n_vertices: int, faces: np.ndarray) -> np.ndarray:
-    """Connected-component label per vertex (n,) int (isolated vertices get their own label)."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components as cc
-
-    f = np.asarray(faces, dtype=np.int64)
-    rows = np.concatenate([f[:, 0], f[:, 1], f[:, 2]])
-    cols = np.concatenate([f[:, 1], f[:, 2], f[:, 0]])
-    g = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_vertices, n_vertices))
-    return cc(g, directed=False)[1]
 
 
 class NeuralInstanceDecoder:
@@ -87,8 +77,8 @@ class NeuralInstanceDecoder:
         p = next(net.parameters())
         self.dtype, self.device = p.dtype, p.device
         self.faces = faces
-        self.center, self.scale = geo.normalization(vertices)
-        pts, face_ids, bary = geo.sample_surface(vertices, faces, n_points, seed=seed)
+        self.center, self.scale = normalization(vertices)
+        pts, face_ids, bary = sample_surface(vertices, faces, n_points, seed=seed)
         self.face_ids, self.bary = np.asarray(face_ids), np.asarray(bary)
         t = lambda a: torch.as_tensor(np.asarray(a), dtype=self.dtype, device=self.device)  # noqa: E731
         self.rest_points = t(pts)
@@ -112,7 +102,7 @@ class NeuralInstanceDecoder:
             groups = groups.copy()
             groups[missing] = point_groups[cKDTree(pts).query(vertices[missing])[1]]
         self.vertex_groups, self.point_groups = groups, point_groups
-        self.knn_idx, self.knn_w = geo.knn_weights(pts, vertices, k=k, point_groups=point_groups,
+        self.knn_idx, self.knn_w = knn_weights(pts, vertices, k=k, point_groups=point_groups,
                                                    vertex_groups=groups)
 
         with torch.no_grad():
@@ -125,7 +115,7 @@ class NeuralInstanceDecoder:
                 w = net.decoder.skin_weights(self._qn[None], self._h, labels).to(self.dtype)  # (1, P, K)
                 self._weights = w
                 self._pivots = net.decoder.pivots(self._qn[None], w).to(self.dtype)  # (1, K, 3)
-                wv = geo.to_vertices(w[0], self.knn_idx, self.knn_w)
+                wv = to_vertices(w[0], self.knn_idx, self.knn_w)
                 self._vertex_weights = (wv / wv.sum(-1, keepdim=True))[None]  # (1, N, K)
 
     @property
@@ -154,7 +144,7 @@ class NeuralInstanceDecoder:
         if dv.shape != tuple(self.rest_vertices.shape):
             raise ConfigError(f"encode(): deformed vertices {dv.shape} do not match the rest mesh "
                               f"{tuple(self.rest_vertices.shape)}")
-        return self.encode_points(geo.points_from_barycentric(dv, self.faces, self.face_ids, self.bary))
+        return self.encode_points(points_from_barycentric(dv, self.faces, self.face_ids, self.bary))
 
     def encode_points(self, deformed_points) -> tuple[torch.Tensor, torch.Tensor]:
         """Posterior q(z | phi) from the deformed positions (P, 3), metres, of this instance's sample points
@@ -197,9 +187,9 @@ class NeuralInstanceDecoder:
         zf, batch = self._flat(z)
         if self.cfg.head == "dq_skinning":
             dq = skin_blend(self._token_dq(zf), self._weights)  # (B, P, 8)
-            xn = geo.dq_apply(dq, self._qn)
+            xn = dualquat.apply(dq, self._qn)
         elif self.cfg.head == "per_point_dq":
-            xn = geo.dq_apply(self._point_out(zf), self._qn)
+            xn = dualquat.apply(self._point_out(zf), self._qn)
         else:
             xn = self._qn + self._point_out(zf)
         return self._to_metres(xn).reshape(*batch, -1, 3)
@@ -213,13 +203,13 @@ class NeuralInstanceDecoder:
         zf, batch = self._flat(z)
         if self.cfg.head == "dq_skinning":
             dq = skin_blend(self._token_dq(zf), self._vertex_weights)  # (B, N, 8)
-            xn = geo.dq_apply(dq, self._vn)
+            xn = dualquat.apply(dq, self._vn)
         elif self.cfg.head == "per_point_dq":
             dq = self._point_out(zf)
             dq = dq * torch.where(dq[..., :1] < 0, -1.0, 1.0).to(dq.dtype)  # one hemisphere before averaging
-            xn = geo.dq_apply(geo.dq_normalize(geo.to_vertices(dq, self.knn_idx, self.knn_w)), self._vn)
+            xn = dualquat.apply(dualquat.normalize(to_vertices(dq, self.knn_idx, self.knn_w)), self._vn)
         else:
-            xn = self._vn + geo.to_vertices(self._point_out(zf), self.knn_idx, self.knn_w)
+            xn = self._vn + to_vertices(self._point_out(zf), self.knn_idx, self.knn_w)
         return self._to_metres(xn).reshape(*batch, -1, 3)
 
 
@@ -261,12 +251,8 @@ class KinematicModel:
         faces = np.asarray(faces, dtype=np.int64)
         factor, used = None, None
         if kind is not None and self.prior_factors:
-            from kinemesh.model.calibration import KINDS, guess_kind
-
-            if kind == "auto":
-                kind = guess_kind(vertices, faces, part_ids) if len(faces) else "all"
-            if kind not in KINDS and kind != "all":
-                raise ConfigError(f"instance(): kind {kind!r}: choose one of {KINDS}, all, auto or None")
+            if kind != "all":
+                kind = resolve_kind(kind, vertices, faces, part_ids) if len(faces) else "all"
             used = kind if kind in self.prior_factors else "all"
             factor = self.prior_factors[used]
         return NeuralInstanceDecoder(self.net, vertices, faces, n_points=n_points, seed=seed, k=k,
@@ -275,7 +261,7 @@ class KinematicModel:
     def prior(self, mesh, n_points: int = 2048, seed: int = 0) -> torch.distributions.Distribution:
         """The (calibrated) instance prior N(mu_cond, L L^T) of ``mesh`` (trimesh, (vertices, faces) or path)
         over z (D,)."""
-        inst = self.instance(*_as_mesh_arrays(mesh), n_points=n_points, seed=seed)
+        inst = self.instance(*mesh_arrays(mesh), n_points=n_points, seed=seed)
         L = inst.prior_factor
         if L is None:
             return torch.distributions.Independent(
@@ -284,15 +270,13 @@ class KinematicModel:
 
     def decode(self, z: torch.Tensor, mesh, n_points: int = 2048, seed: int = 0) -> torch.Tensor:
         """Deformed vertices (..., N, 3) metres of ``mesh`` at latent states z (..., D)."""
-        inst = self.instance(*_as_mesh_arrays(mesh), n_points=n_points, seed=seed)
+        inst = self.instance(*mesh_arrays(mesh), n_points=n_points, seed=seed)
         return inst.vertices(z)
 
     def save(self, folder: str | os.PathLike) -> Path:
         """Write ``config.json`` + ``model.safetensors`` (+ ``prior_calibration.safetensors`` if calibrated)."""
         out = save_weights(self.net, self.config, folder, extra=self.info)
         if self.prior_factors:
-            from kinemesh.model.calibration import save_calibration
-
             save_calibration(folder, {k: L @ L.T for k, L in self.prior_factors.items()},
                              {"source": "KinematicModel.save"})
         return out
@@ -300,8 +284,6 @@ class KinematicModel:
     @classmethod
     def load(cls, folder: str | os.PathLike, device: str = "cpu") -> "KinematicModel":
         """Read a checkpoint folder. Raises InputFileError / ConfigError."""
-        from kinemesh.model.calibration import load_calibration
-
         config, info = read_config(folder)
         net = KinematicVAE(config.model)
         load_weights(net, folder)
@@ -326,19 +308,17 @@ def untrained_model(preset_name: str = "cpu-small", seed: int = 0, device: str =
 def load_model(checkpoint_dir: str | os.PathLike | None = None, device: str = "cpu") -> KinematicModel:
     """Load a kinematic model; ``None`` = the default checkpoint shipped in ``kinemesh/assets``.
 
-    If the default checkpoint has not been trained yet, an untrained model is returned with a warning.
-    Raises InputFileError for a bad explicit checkpoint folder, ConfigError for a bad device.
+    Raises InputFileError for a missing or unreadable checkpoint folder (the default one included: never a
+    silent untrained model), ConfigError for a bad device.
     """
     if device not in ("cpu", "cuda") and not str(device).startswith("cuda:"):
         raise ConfigError(f"device must be cpu or cuda, got {device!r}")
     if str(device).startswith("cuda") and not torch.cuda.is_available():
         raise ConfigError("device cuda requested but torch.cuda.is_available() is False")
-    if checkpoint_dir is None:
-        if not (DEFAULT_CHECKPOINT / "model.safetensors").is_file():
-            log.warning("default checkpoint %s not found; using an UNTRAINED model", DEFAULT_CHECKPOINT)
-            return untrained_model(device=device)
-        checkpoint_dir = DEFAULT_CHECKPOINT
-    folder = Path(checkpoint_dir)
+    if checkpoint_dir is None and not (DEFAULT_CHECKPOINT / "model.safetensors").is_file():
+        raise InputFileError(DEFAULT_CHECKPOINT, "the default checkpoint is missing (not trained yet?); train "
+                             "one with `kinemesh train` or pass --checkpoint DIR")
+    folder = Path(DEFAULT_CHECKPOINT if checkpoint_dir is None else checkpoint_dir)
     if not folder.is_dir():
         raise InputFileError(folder, "checkpoint folder not found")
     return KinematicModel.load(folder, device=device)

@@ -19,60 +19,21 @@ u ~ N(0, I), and the active subspace (``kinemesh.reduce``) is computed in u, so 
 N(0, I) and "3 std" means 3 std of the motions the model was trained on.
 
 Files: ``prior_calibration.safetensors`` beside ``model.safetensors`` in the checkpoint folder (covariances
-(D, D) float32, one key per kind, metadata JSON with the data folder, split and pair counts).
+(D, D) float32, one key per kind, metadata JSON with the data folder, split and pair counts), written and read
+by ``kinemesh.model.checkpoint``.
 """
 
 from __future__ import annotations
 
-import json
-import logging
 import os
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from kinemesh.errors import ConfigError, InputFileError
-
-log = logging.getLogger(__name__)
-
-CALIBRATION_FILE = "prior_calibration.safetensors"
-KINDS = ("articulated", "elastic", "cloth")
-
-
-def guess_kind(vertices: np.ndarray, faces: np.ndarray, part_ids: np.ndarray | None = None) -> str:
-    """articulated | elastic | cloth from the mesh alone: an open thin sheet is cloth; two or more sizeable
-    given parts (``part_ids`` (n,), e.g. URDF links) or three or more sizeable connected components (after
-    merging coincident vertices) articulated; anything else elastic."""
-    import trimesh
-
-    from kinemesh.model.api import connected_components
-
-    vertices = np.asarray(vertices, dtype=np.float64)
-    m = trimesh.Trimesh(vertices, faces, process=False)
-    ext = np.sort(np.ptp(vertices, axis=0))
-    if not m.is_watertight and ext[0] < 0.05 * ext[2]:
-        return "cloth"
-    if part_ids is not None:
-        sizes = np.unique(np.asarray(part_ids).reshape(-1), return_counts=True)[1]
-        if (sizes >= max(8, 0.02 * len(vertices))).sum() >= 2:
-            return "articulated"
-    # merge coincident vertices first (files often split vertices along UV/normal seams)
-    _, inverse = np.unique(np.round(vertices / (1e-6 * max(ext[2], 1e-12))), axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    labels = connected_components(int(inverse.max()) + 1, inverse[np.asarray(faces)])
-    counts = np.bincount(labels)
-    # a soft toy can have a separate shell or two; cabinets, ovens, laptops have body + parts + handles
-    if (counts >= max(8, 0.02 * len(vertices))).sum() >= 3:
-        return "articulated"
-    return "elastic"
-
-
-def sqrt_factor(cov: np.ndarray, floor: float = 1e-3) -> np.ndarray:
-    """Symmetric square root L (D, D) float64 of a covariance (D, D), eigenvalues floored at ``floor``."""
-    cov = 0.5 * (np.asarray(cov, dtype=np.float64) + np.asarray(cov, dtype=np.float64).T)
-    w, V = np.linalg.eigh(cov)
-    return (V * np.sqrt(np.clip(w, floor, None))) @ V.T
+from kinemesh.errors import ConfigError
+from kinemesh.model.api import KinematicModel
+from kinemesh.model.checkpoint import save_calibration
 
 
 def aggregate_posterior(model, entries: list[dict], per_kind: int = 200, frames_per_sequence: int = 3,
@@ -134,45 +95,6 @@ def aggregate_posterior(model, entries: list[dict], per_kind: int = 200, frames_
     return covs, counts
 
 
-def save_calibration(folder: str | os.PathLike, covs: dict, meta: dict) -> Path:
-    """Write ``folder/prior_calibration.safetensors`` atomically: one (D, D) float32 covariance per kind."""
-    from safetensors.torch import save_file
-
-    from kinemesh.atomic import atomic_path
-
-    path = Path(folder) / CALIBRATION_FILE
-    state = {k: torch.as_tensor(np.asarray(v), dtype=torch.float32).contiguous() for k, v in covs.items()}
-    with atomic_path(path) as tmp:
-        save_file(state, str(tmp), metadata={"format": "kinemesh-prior-calibration-1", "meta": json.dumps(meta)})
-    return path
-
-
-def load_calibration(folder: str | os.PathLike, latent_dim: int) -> dict | None:
-    """Prior factors {kind: L (D, D) float64 numpy} from ``folder``, or None when the file is absent.
-
-    Raises InputFileError for an unreadable file or matrices that are not (D, D), finite and symmetric.
-    """
-    from safetensors import safe_open
-
-    path = Path(folder) / CALIBRATION_FILE
-    if not path.is_file():
-        return None
-    try:
-        with safe_open(str(path), framework="pt") as f:
-            covs = {k: f.get_tensor(k).double().numpy() for k in f.keys()}
-    except Exception as exc:  # safetensors raises its own error types
-        raise InputFileError(path, f"cannot read safetensors ({exc})") from exc
-    if "all" not in covs:
-        raise InputFileError(path, "has no pooled 'all' covariance")
-    factors = {}
-    for k, c in covs.items():
-        if c.shape != (latent_dim, latent_dim) or not np.isfinite(c).all() or not np.allclose(c, c.T, atol=1e-4):
-            raise InputFileError(path, f"covariance {k!r} is not a finite symmetric ({latent_dim}, {latent_dim}) "
-                                       f"matrix (shape {c.shape})")
-        factors[k] = sqrt_factor(c)
-    return factors
-
-
 def calibrate_checkpoint(checkpoint: str | os.PathLike, data: str | os.PathLike, split: str = "train",
                          per_kind: int = 150, frames_per_sequence: int = 3, seed: int = 0,
                          progress: bool = True) -> tuple[Path, dict]:
@@ -181,7 +103,6 @@ def calibrate_checkpoint(checkpoint: str | os.PathLike, data: str | os.PathLike,
     Returns (path written, {kind: poses encoded}). Raises InputFileError / ConfigError for a bad checkpoint,
     dataset or split.
     """
-    from kinemesh.model.api import KinematicModel
     from kinemesh.model.data import read_manifest_entries, select_split
 
     model = KinematicModel.load(checkpoint)

@@ -1,7 +1,8 @@
 """Configuration of the kinematic model and its training, with named presets.
 
-Presets: ``tiny`` (tests), ``cpu-small`` (the default; about 1-2 M parameters, trains on 2 CPU cores) and
-``paper`` (paper-sized, for GPUs; NeuROK Sec. 4.1 uses a transformer conditional VAE of this kind).
+The dataclass defaults are the shipped model (``cpu-small``). Presets: ``tiny`` (tests), ``cpu-small`` (the
+default; about 1-2 M parameters, trains on 2 CPU cores) and ``paper`` (paper-sized, for GPUs; NeuROK Sec. 4.1
+uses a transformer conditional VAE of this kind).
 """
 
 from __future__ import annotations
@@ -68,11 +69,11 @@ class ModelConfig:
     tokens start with distinct spatial regions (faster learning than near-uniform initial weights)."""
     skin_temperature: float = 1.0
     """Divides the skinning-weight logits; lower gives sharper part assignments."""
-    component_rigid: bool = False
+    component_rigid: bool = True
     """dq_skinning: on objects with several connected components (separate parts), every point takes its
     component's mean skinning logits, so each component moves rigidly by construction; single-component
     meshes keep per-point weights (elastic, cloth)."""
-    posterior_procrustes: bool = False
+    posterior_procrustes: bool = True
     """dq_skinning: the posterior tokens also read the weighted Procrustes motion (rotation, translation,
     residual) of each token's skinning region, the quantities the decoder outputs per token."""
 
@@ -90,9 +91,8 @@ class ModelConfig:
                               f"the bound is {MAX_PARAMETERS:.0e}")
         if self.head not in HEADS:
             raise ConfigError(f"model.head: unknown head {self.head!r}, expected one of {HEADS}")
-        if self.head != "dq_skinning" and (self.component_rigid or self.posterior_procrustes):
-            raise ConfigError(f"model.component_rigid / model.posterior_procrustes need head 'dq_skinning' "
-                              f"(the skinning weights), got head {self.head!r}")
+        if self.head != "dq_skinning":  # the options that read skinning weights do not apply
+            self.component_rigid = self.posterior_procrustes = False
         if self.width % self.heads:
             raise ConfigError(f"model.width {self.width} is not divisible by model.heads {self.heads}")
 
@@ -100,8 +100,7 @@ class ModelConfig:
         """Switch the deformation head; the options that read skinning weights (``component_rigid``,
         ``posterior_procrustes``) are turned off for the heads that have none."""
         self.head = head
-        if head != "dq_skinning":
-            self.component_rigid = self.posterior_procrustes = False
+        self.__post_init__()
 
     @property
     def latent_dim(self) -> int:
@@ -131,7 +130,7 @@ class TrainConfig:
     """Scale of the reconstruction term, the mean over points of |delta - delta_pred|^2 in normalised units.
     Eq. 1 sums over the whole deformation vector; a mean keeps the loss independent of ``n_points``, and this
     factor restores the balance against the KL (about a sum over 1000 points; 100 learned clearly slower)."""
-    prior_weight: float = 0.0
+    prior_weight: float = 100.0
     """Weight of the plausibility of prior samples (``network.plausibility``: touching parts stay in contact,
     single-component surfaces keep their local distances), evaluated on one sample of N(mu_cond, I) per pair.
     0 disables it (Eq. 1 as in the paper)."""
@@ -194,12 +193,14 @@ class Config:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], where: str = "config") -> "Config":
+        """Read a stored configuration; fields it lacks take the value its model was trained with (``LEGACY``),
+        not today's default. Raises ConfigError for unknown fields."""
         def build(kls, values):
             names = {f.name for f in dataclasses.fields(kls)}
             unknown = set(values) - names
             if unknown:
                 raise ConfigError(f"{where}: unknown {kls.__name__} field(s) {sorted(unknown)}")
-            return kls(**values)
+            return kls(**{**LEGACY[kls.__name__], **values})
 
         return cls(model=build(ModelConfig, d.get("model", {})), train=build(TrainConfig, d.get("train", {})),
                    preset=str(d.get("preset", "custom")))
@@ -210,26 +211,27 @@ def preset(name: str) -> Config:
     if name == "tiny":
         return Config(
             ModelConfig(width=32, heads=2, n_tokens=4, token_dim=8, n_freqs=4, enc_self_layers=1,
-                        dec_self_layers=1, dec_cross_layers=1, mlp_ratio=2, component_rigid=True,
-                        posterior_procrustes=True),
+                        dec_self_layers=1, dec_cross_layers=1, mlp_ratio=2),
             TrainConfig(batch_size=4, n_points=64, lr=2e-3, warmup_steps=5, val_every=10, val_batches=1,
-                        ckpt_every=10, log_every=2),
+                        ckpt_every=10, log_every=2, prior_weight=0.0),
             preset="tiny",
         )
     if name == "cpu-small":
-        return Config(ModelConfig(component_rigid=True, posterior_procrustes=True), TrainConfig(prior_weight=100.0),
-                      preset="cpu-small")
+        return Config(preset="cpu-small")  # the defaults (the shipped checkpoint)
     if name == "paper":
         # A paper-sized perceiver VAE (3DShape2VecSet-like widths), for GPUs.
         return Config(
             ModelConfig(width=512, heads=8, n_tokens=64, token_dim=16, n_freqs=8, enc_self_layers=6,
-                        dec_self_layers=6, dec_cross_layers=2, mlp_ratio=4, component_rigid=True,
-                        posterior_procrustes=True),
+                        dec_self_layers=6, dec_cross_layers=2, mlp_ratio=4),
             TrainConfig(batch_size=64, n_points=2048, lr=1e-4, warmup_steps=2000, val_every=2000,
-                        ckpt_every=2000, log_every=100, bf16=True, prior_weight=100.0),
+                        ckpt_every=2000, log_every=100, bf16=True),
             preset="paper",
         )
     raise ConfigError(f"unknown preset {name!r}, expected one of {PRESETS}")
 
 
 PRESETS = ("tiny", "cpu-small", "paper")
+LEGACY = {"ModelConfig": {"component_rigid": False, "posterior_procrustes": False},
+          "TrainConfig": {"prior_weight": 0.0}}
+"""Defaults of the fields added after the first checkpoints, as those checkpoints were trained: a config.json
+without them loads the network it was saved from."""

@@ -21,7 +21,9 @@ import numpy as np
 
 from kinemesh.data.sequence import KinematicSequence
 from kinemesh.errors import ConfigError, InputFileError
-from kinemesh.model import _geometry as geo
+from kinemesh.geometry.kind import connected_components
+from kinemesh.geometry.normalize import normalization
+from kinemesh.geometry.sampling import points_from_barycentric, sample_surface
 
 log = logging.getLogger(__name__)
 HELD_OUT_SPLITS = ("val", "valid", "validation", "test", "test_category", "holdout", "heldout")
@@ -120,8 +122,6 @@ class PairSampler:
         """(sequence, connected-component label of each face)."""
         item = self._cache.get(i)
         if item is None:
-            from kinemesh.model.api import connected_components
-
             path = self.entries[i]["_path"]
             seq = KinematicSequence.load(path)
             if seq.n_frames < 1:
@@ -151,17 +151,17 @@ class PairSampler:
         if seq.kind in FREE_BODY_KINDS:
             vb = remove_rigid_motion(va, vb)
         if self.augment.resample_points:
-            _, fid, bary = geo.sample_surface(va, seq.faces, self.n_points, seed=rng)
+            _, fid, bary = sample_surface(va, seq.faces, self.n_points, seed=rng)
         else:  # a fixed sample set per instance (on the rest mesh's faces)
-            _, fid, bary = geo.sample_surface(seq.rest_vertices, seq.faces, self.n_points, seed=index)
-        pa = geo.points_from_barycentric(va, seq.faces, fid, bary)
-        pb = geo.points_from_barycentric(vb, seq.faces, fid, bary)
+            _, fid, bary = sample_surface(seq.rest_vertices, seq.faces, self.n_points, seed=index)
+        pa = points_from_barycentric(va, seq.faces, fid, bary)
+        pb = points_from_barycentric(vb, seq.faces, fid, bary)
         if self.augment.rotate_z:
             th = rng.uniform(0, 2 * np.pi)
             c, s = np.cos(th), np.sin(th)
             R = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
             va, pa, pb = va @ R.T, pa @ R.T, pb @ R.T
-        center, scale = geo.normalization(va)
+        center, scale = normalization(va)
         lo, hi = self.augment.scale_range
         scale *= rng.uniform(lo, hi) if hi > lo else lo
         groups = np.unique(face_comp[fid], return_inverse=True)[1].reshape(-1).astype(np.int64)

@@ -12,7 +12,7 @@ import math
 import torch
 from torch import nn
 
-from kinemesh.model import _geometry as geo
+from kinemesh.geometry import dualquat
 from kinemesh.model.config import ModelConfig
 
 
@@ -236,7 +236,7 @@ class Decoder(nn.Module):
             logits = logits - d2 * torch.exp(-2.0 * self.anchor_log_width).to(logits.dtype)
         if self.cfg.component_rigid and onehot is not None:
             # Objects made of several connected components (separate parts): every point of a component
-            # takes the component's mean logits, so each part moves rigidly by construction (DESIGN.md,
+            # takes the component's mean logits, so each part moves rigidly by construction (docs/architecture.md,
             # "restrict the average to points on the same connected component"); pooling logits rather than
             # weights keeps a part's assignment as sharp as its points'. Single-component objects (soft
             # bodies, cloth, scans) keep per-point weights and deform smoothly.
@@ -259,9 +259,9 @@ class Decoder(nn.Module):
         identity = raw.new_tensor([1.0, 0.0, 0.0, 0.0])
         q = identity + raw[..., :4]
         q = q / torch.sqrt((q * q).sum(-1, keepdim=True) + 1e-12)
-        rot = geo.dq_from_rt(q, torch.zeros_like(pivot))
-        t = pivot - geo.dq_apply(rot, pivot) + raw[..., 4:]
-        return geo.dq_from_rt(q, t)
+        rot = dualquat.from_rt(q, torch.zeros_like(pivot))
+        t = pivot - dualquat.apply(rot, pivot) + raw[..., 4:]
+        return dualquat.from_rt(q, t)
 
     def token_transforms(self, tokens: torch.Tensor, pivots: torch.Tensor,
                          z: torch.Tensor | None = None) -> torch.Tensor:
@@ -296,13 +296,13 @@ class Decoder(nn.Module):
             with torch.autocast(q32.device.type, enabled=False):
                 dq = self.token_transforms(_up(tokens), self.pivots(q32, weights), z)
                 point_dq = skin_blend(dq, weights)
-                return geo.dq_apply(point_dq, q32)
+                return dualquat.apply(point_dq, q32)
         feats = self.query_features(query, tokens)
         with torch.autocast(q32.device.type, enabled=False):
             out = self.point_transforms(_up(feats), q32)
             if self.cfg.head == "displacement":
                 return q32 + out
-            return geo.dq_apply(out, q32)
+            return dualquat.apply(out, q32)
 
 
 def skin_blend(dq: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
@@ -319,7 +319,7 @@ def skin_blend(dq: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         dots = dq[..., :4] @ dq[..., :4].transpose(1, 2)  # (B, K, K) real-part dot products
         pivot = w.argmax(-1)  # (B, P)
         sign = torch.where(torch.gather(dots, 1, pivot[..., None].expand(-1, -1, dq.shape[1])) < 0, -1.0, 1.0)
-    return geo.dq_normalize((w * sign.to(w.dtype)) @ dq)
+    return dualquat.normalize((w * sign.to(w.dtype)) @ dq)
 
 
 class KinematicVAE(nn.Module):

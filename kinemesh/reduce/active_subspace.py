@@ -151,13 +151,6 @@ class Subspace:
         return cls(W, mu, t["eigenvalues"].double().numpy(), str(info.get("method", "jacobian")),
                    int(info.get("n_samples", 0)), None if L is None else L.float())
 
-    def plot_spectrum(self, path: str | Path) -> Path:
-        """Write a PNG of the eigen-spectrum with the kept k marked (kinemesh.viz.plots.plot_spectrum)."""
-        from kinemesh.viz.plots import plot_spectrum
-
-        plot_spectrum(path, self.eigenvalues, self.k)
-        return Path(path)
-
 
 def _deformation_norm(points: torch.Tensor, rest: torch.Tensor) -> torch.Tensor:
     """G(z) = ||delta_pred||_2 over all sampled points; (..., P, 3) -> (...,). Smoothed at 0 so the gradient

@@ -173,7 +173,7 @@ def run_item(args) -> dict:
 
 def _user_mesh(path: str):
     """A user's mesh as a soft body: watertight, at most 3000 vertices, centred in x-y, standing on z = 0."""
-    from kinemesh.data.loaders import load_mesh
+    from kinemesh.data.meshes import load_mesh
     from kinemesh.errors import InputFileError
 
     mesh = load_mesh(path, max_vertices=3000)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 
@@ -55,15 +53,3 @@ def _most_deformed(seq) -> int:
     """Frame index whose shape (after removing the mean translation) differs most from rest."""
     d = seq.frames - seq.frames.mean(1, keepdims=True) - (seq.rest_vertices - seq.rest_vertices.mean(0))
     return int(np.argmax(np.linalg.norm(d, axis=-1).max(-1)))
-
-
-def render_preview(
-    out_png: str | Path = "docs/synth_preview.png",
-    kinds=("articulated", "elastic", "cloth"),
-    seed: int = 0,
-    cols: int = 6,
-) -> Path:
-    """Render the contact sheet PNG of ``preview_meshes`` to ``out_png``."""
-    from kinemesh.viz.render import contact_sheet
-
-    return contact_sheet(preview_meshes(kinds, seed), out_png, cols=cols, size=(300, 225))

@@ -51,7 +51,7 @@ class Drawable:
     captions: list | None = None  # optional per-frame caption (e.g. the joint value being swept)
 
 
-def _joint_axes_at(obj, values: dict[str, float]) -> list[tuple[np.ndarray, np.ndarray]]:
+def joint_axes_at(obj, values: dict[str, float]) -> list[tuple[np.ndarray, np.ndarray]]:
     """(origin, direction) of every movable joint of ``obj`` posed at ``values``: the joint frame moves
     with its parent part."""
     T = obj.part_transforms(values)
@@ -106,7 +106,7 @@ def posed_frames(obj, configs: list[dict[str, float]]) -> tuple[np.ndarray, np.n
         frames[f] = v0
         if len(moving) > 1 or (moving and moving[0][0] not in by_name):
             frames[f] = obj.merged(c)[0]
-            for k, (o, d) in enumerate(_joint_axes_at(obj, c)):
+            for k, (o, d) in enumerate(joint_axes_at(obj, c)):
                 origins[f, k], dirs[f, k] = o, d
         elif moving:
             j, q = by_name[moving[0][0]], moving[0][1]

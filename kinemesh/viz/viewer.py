@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from kinemesh.errors import ConfigError, KinemeshError
-from kinemesh.viz.inputs import Drawable, _joint_axes_at
+from kinemesh.viz.inputs import Drawable, joint_axes_at
 from kinemesh.viz.render import PALETTE
 
 log = logging.getLogger(__name__)
@@ -128,11 +128,10 @@ class ViewerApp:
         self.status = ""
         self.last_rollout = None
         self._play_q = None
-        self._system = None
-        self._system_info: dict = {}
+        self._session = None
+        self.kind: str | None = None
         self.q_rest: np.ndarray | None = None
         self.rest_offset = np.zeros_like(self.rest_vertices)
-        self._handles = None
         self._drag_hist: list[tuple[float, np.ndarray]] = []  # (time s, q) of recent drag solves
         self._lock = threading.RLock()
         self._listeners: list[Callable[[str], None]] = []
@@ -202,7 +201,7 @@ class ViewerApp:
             self.joint_values[name] = float(np.clip(value, lo, hi))
             v, _, _ = obj.merged(self.joint_values)
             self.vertices = v.astype(np.float32)
-            self.axes = _joint_axes_at(obj, self.joint_values)
+            self.axes = joint_axes_at(obj, self.joint_values)
         self._notify("mesh")
 
     # ------------------------------------------------------------------ kinematic model
@@ -217,30 +216,24 @@ class ViewerApp:
         try:
             import torch
 
-            from kinemesh import reduce
-            from kinemesh.model import load_model
+            from kinemesh.reduce import ReductionConfig, bind
 
             torch.set_num_threads(1)
             t0 = time.perf_counter()
-            model = load_model(cfg.checkpoint, device=cfg.device)
-            trained = bool((getattr(model, "info", None) or {}).get("trained", True))
-            inst = model.instance(self.rest_vertices, self.faces, n_points=cfg.n_points, seed=0,
-                                  part_ids=self.part_ids)
-            D = int(inst.latent_dim)
-            sub = reduce.fit(inst, k_q=None, n_samples=cfg.subspace_samples, max_k=min(cfg.max_q, D), seed=0)
-            self.attach_decoder(reduce.ReducedDecoder(inst, sub), notify=False)
+            b = bind(self.rest_vertices, self.faces, cfg.checkpoint, kind=self._requested_kind(),
+                     part_ids=self.part_ids, n_points=cfg.n_points, device=cfg.device,
+                     reduction=ReductionConfig(k_q=None, max_k=cfg.max_q, n_samples=cfg.subspace_samples))
+            self.attach_decoder(b.decoder, notify=False, kind=b.kind)
             rms = self.fit_rest(notify=False)
-            where = cfg.checkpoint or "default checkpoint"
+            sub = b.subspace
             self.model_status = (
-                f"{where}: {sub.k} reduced coordinates of latent dim {D} "
-                f"({100 * sub.explained:.1f}% of the active-subspace trace); "
+                f"{cfg.checkpoint or 'default checkpoint'}: {sub.k} reduced coordinates of latent dim "
+                f"{sub.latent_dim} ({100 * sub.explained:.1f}% of the active-subspace trace); "
                 f"rest fit {1000 * rms:.1f} mm RMS; "
-                f"{self._system_info.get('kind', '?')} dynamics; ready in {time.perf_counter() - t0:.1f} s"
+                f"{self._session.info['kind']} dynamics; ready in {time.perf_counter() - t0:.1f} s"
             )
-            if not trained:
-                self.model_status = (
-                    "UNTRAINED model (no checkpoint found): deformations are arbitrary. " + self.model_status
-                )
+            if not b.model.info.get("trained", True):
+                self.model_status = "UNTRAINED checkpoint: deformations are arbitrary. " + self.model_status
         except Exception as exc:  # noqa: BLE001 - any failure must degrade to a message, not kill the GUI
             self.model_ok = False
             self.model_status = f"kinematic model unavailable: {exc}"
@@ -251,51 +244,59 @@ class ViewerApp:
         self._notify("model")
         return self.model_ok
 
-    def attach_decoder(self, reduced, status: str | None = None, notify: bool = True) -> None:
+    def attach_decoder(self, reduced, status: str | None = None, notify: bool = True, kind: str | None = None) -> None:
         """Use ``reduced`` (q (..., k) -> ``vertices`` (..., N, 3) / ``points`` (..., P, 3), with ``mu_cond``
         (k,), ``rest_points`` and ``rest_vertices``; e.g. a ``kinemesh.reduce.ReducedDecoder``) as the
-        kinematic model. q starts at 0 (the prior mean) until :meth:`fit_rest` finds the rest state."""
+        kinematic model; ``kind`` is the object kind it was bound as (None: from the config and the mesh).
+        q starts at 0 (the prior mean) until :meth:`fit_rest` finds the rest state."""
         k = int(reduced.mu_cond.shape[-1])
         with self._lock:
-            self.reduced = reduced
+            self.reduced, self.kind = reduced, kind
             self.q = np.zeros(k)
             self.q_rest = np.zeros(k)
             self.rest_offset = np.zeros_like(self.rest_vertices)
             self.model_ok = True
-            self._system = None
-            self._handles = None
+            self._session = None
         if status is not None:
             self.model_status = status
         if notify:
             self._notify("model")
 
+    def _requested_kind(self) -> str:
+        """The kind of the config; "auto" on an articulated input (URDF, PartNet) is articulated."""
+        auto = self.config.kind == "auto"
+        return "articulated" if auto and self.drawable.articulated is not None else self.config.kind
+
+    def dynamics_kind(self) -> str:
+        """The object kind the dynamics use: the bound one, else the config's resolved on the rest mesh."""
+        from kinemesh.geometry.kind import resolve_kind
+
+        if self.kind is not None and self.config.kind in ("auto", self.kind):
+            return self.kind
+        return resolve_kind(self._requested_kind(), self.rest_vertices, self.faces, self.part_ids)
+
     def fit_rest(self, notify: bool = True) -> float:
-        """Build the mechanical system (``kinemesh.dynamics.scene.build_system``: per-kind mass, stiffness,
-        damping, barrier) and solve the rest state q_rest whose decoded shape best matches the input mesh;
-        show q = q_rest. The residual (input minus decoded rest, per vertex) is added to every decoded
-        pose so the mesh starts exactly as loaded (the model supplies the motion). Returns the rest-fit
-        RMS (m).
+        """Start the dynamics session (:class:`kinemesh.dynamics.session.Session`: per-kind mass, stiffness,
+        damping, barrier, and the rest state q_rest whose decoded shape best matches the input mesh) and show
+        q = q_rest. The residual (input minus decoded rest, per vertex) is added to every decoded pose so the
+        mesh starts exactly as loaded (the model supplies the motion). Returns the rest-fit RMS (m).
         """
         self._require_model()
         with self._lock:
-            self._system = None
-            self._build_system()
+            self._session = None
+            self._start_session()
             self.q = self.q_rest.copy()
             self.vertices = self._decode(self.q)
         if notify:
             self._notify("mesh")
-        return float(self._system_info.get("rest_fit_rms_m", 0.0))
+        return float(self._session.info.get("rest_fit_rms_m", 0.0))
 
     def _require_model(self) -> None:
         if not self.model_ok or self.reduced is None:
             raise ConfigError(f"no kinematic model: {self.model_status}")
 
     def _decode(self, q: np.ndarray) -> np.ndarray:
-        import torch
-
-        with torch.no_grad():
-            v = self.reduced.vertices(torch.as_tensor(q, dtype=self.reduced.mu_cond.dtype))
-        return (v.detach().cpu().numpy() + self.rest_offset).astype(np.float32)
+        return self._start_session().vertices(q)
 
     def set_q(self, index: int, value: float) -> None:
         """Set reduced coordinate ``index`` to ``value`` (prior standard deviations) and decode the mesh."""
@@ -336,59 +337,40 @@ class ViewerApp:
             self.selected_vertex = int(vertex_id)
             self._drag_hist = []
             self.drag_target = self.vertices[self.selected_vertex].astype(np.float64).copy()
-            self._handles = None
         self._set_status(f"selected vertex {vertex_id}; drag the gizmo, then let go to run the dynamics")
 
-    def _build_system(self):
-        """The dynamics System for the current options (cached), with the dynamics engineer's per-kind
-        defaults; also sets ``q_rest`` and ``rest_offset``."""
-        from kinemesh import dynamics
-        from kinemesh.dynamics import scene
+    def _start_session(self):
+        """The dynamics Session for the current options (cached; rebuilt after an option changes); also sets
+        ``q_rest`` and ``rest_offset``."""
+        from kinemesh.dynamics.scene import SimulationSpec
+        from kinemesh.dynamics.session import Session
 
         cfg = self.config
-        if self._system is None:
-            kind = cfg.kind
-            if kind == "auto" and self.drawable.articulated is not None:
-                kind = "articulated"
+        if self._session is None:
             # no rigid-body coordinates here: the sliders are the model's q, and a poked free body drifting
             # out of the view without a floor is not what the drag-and-release tool is for
-            spec = scene.SimulationSpec(kind=kind, gravity=cfg.gravity, stiffness=cfg.stiffness_hz,
-                                        damping=cfg.damping, rigid=False)
-            with scene.torch_threads(1):
-                system, info = scene.build_system(self.reduced, self.rest_vertices, self.faces, spec)
-            self._system, self._system_info = system, info
-            self.q_rest = system.q_rest.detach().cpu().numpy().astype(np.float64)
-            offset = scene.rest_offset(self.reduced, system.q_rest)
-            self.rest_offset = np.asarray(offset, np.float32).reshape(self.rest_vertices.shape)
+            spec = SimulationSpec(kind=self.dynamics_kind(), gravity=cfg.gravity, stiffness=cfg.stiffness_hz,
+                                  damping=cfg.damping, rigid=False)
+            self._session = Session(self.reduced, self.rest_vertices, self.faces, spec)
+            self.q_rest, self.rest_offset = self._session.q_rest, self._session.rest_offset
             self.q = self.q if self.q is not None else self.q_rest.copy()
-        if self._handles is None and self.selected_vertex is not None:
-            self._handles = dynamics.make_handles(self.reduced, [self.selected_vertex])
-        return self._system
+        return self._session
 
     def drag_to(self, target, iters: int = 4) -> float:
         """Move the selected vertex towards ``target`` (3,) metres: solve q so the vertex reaches it
         (plausible states only, ``iters`` Levenberg-Marquardt steps warm-started from the current q)
         and show that pose. Returns the remaining distance (m)."""
-        import torch
-
-        from kinemesh import dynamics
-
         self._require_model()
         if self.selected_vertex is None:
             raise ConfigError("pick a vertex first")
         target = np.asarray(target, np.float64).reshape(3)
         with self._lock:
-            system = self._build_system()
-            # The solver works on decoded points; the displayed mesh adds the rest offset.
-            goal = target - self.rest_offset[self.selected_vertex]
-            q, rms = dynamics.solve_positions(system, self._handles, goal[None],
-                                              q_init=torch.as_tensor(self.q), n_starts=1, iters=iters)
+            self.q, rms = self._start_session().drag(self.selected_vertex, target, self.q, iters=iters)
             self.drag_target = target
-            self.q = q.detach().cpu().numpy().astype(np.float64)
             self._drag_hist = (self._drag_hist + [(time.perf_counter(), self.q.copy())])[-8:]
             self.vertices = self._decode(self.q)
         self._notify("mesh")
-        return float(rms)
+        return rms
 
     def release_velocity(self, window: float = 0.5) -> np.ndarray:
         """qd (k,) of a flick: the average rate of change of q over the drag solves of the last ``window``
@@ -424,10 +406,6 @@ class ViewerApp:
         The system is integrated at ``config.sim_fps`` and q is interpolated to ``config.play_fps``
         for playback. Raises SimulationDivergedError if it cannot be made stable.
         """
-        import torch
-
-        from kinemesh import dynamics
-
         self._require_model()
         cfg = self.config
         secs = float(seconds if seconds is not None else cfg.sim_seconds)
@@ -437,23 +415,15 @@ class ViewerApp:
         self._set_status(f"simulating {secs:g} s of latent dynamics ({n} frames) ...")
         t0 = time.perf_counter()
         with self._lock:
-            system = self._build_system()
+            session = self._start_session()
             qd0 = self.release_velocity() if flick else np.zeros(len(self.q))
             self._drag_hist = []
-            state = dynamics.State(torch.as_tensor(self.q), torch.as_tensor(qd0, dtype=torch.float64))
-            q_list, warnings = [state.q.numpy().copy()], []
-            chunk = 3  # simulate a few frames at a time and show the newest pose while the rest is computed
-            substeps = int(cfg.substeps)
-            while len(q_list) < n:
-                m = min(chunk, n - len(q_list))
-                roll = dynamics.simulate(system, state, n_frames=m + 1, fps=cfg.sim_fps, substeps=substeps,
-                                         integrator=cfg.integrator)
-                substeps = max(substeps, int(roll.substeps[-1]))  # keep a step the guard had to reduce
-                q_list += list(roll.q[1:])
-                warnings += roll.warnings
-                state = dynamics.State(torch.as_tensor(roll.q[-1]), torch.as_tensor(roll.qd[-1]),
-                                       float(roll.times[-1]))
-                self.q = np.asarray(roll.q[-1], np.float64)
+            q_list, warnings = [self.q.copy()], []
+            # a few frames at a time: show the newest pose while the rest is computed
+            for q_new, warn in session.rollout(self.q, qd0, n, cfg.sim_fps, cfg.substeps, cfg.integrator):
+                q_list += list(q_new)
+                warnings += warn
+                self.q = q_new[-1]
                 self.vertices = self._decode(self.q)
                 self._notify("mesh")
                 self.status = f"simulating: {(len(q_list) - 1) / cfg.sim_fps:.1f} of {secs:g} s"
@@ -462,9 +432,7 @@ class ViewerApp:
             t_sim = np.arange(n) / cfg.sim_fps
             t_play = np.arange(int(np.floor(t_sim[-1] * cfg.play_fps)) + 1) / cfg.play_fps
             qs = np.stack([np.interp(t_play, t_sim, q_sim[:, j]) for j in range(q_sim.shape[1])], axis=1)
-            with torch.no_grad():
-                frames = self.reduced.vertices(torch.as_tensor(qs, dtype=self.reduced.mu_cond.dtype))
-            frames = frames.detach().cpu().numpy().astype(np.float32)
+            frames = session.vertices(qs, rest_offset=False)
             self.last_rollout = q_sim
             self._play_q = qs
         self._load_motion(frames, cfg.play_fps, "dynamics")
@@ -707,18 +675,14 @@ class ViewerGUI:
             self._guard(lambda: self.app.set_q(index, value))
 
     def _default_stiffness(self) -> float:
-        """The per-kind default stiffness (Hz) of the dynamics engineer's scene builder."""
+        """The per-kind default stiffness (Hz) of ``kinemesh.dynamics.scene``."""
         app = self.app
         if app.config.stiffness_hz is not None:
             return float(app.config.stiffness_hz)
         try:
-            from kinemesh.dynamics import scene
+            from kinemesh.dynamics.scene import KIND_DEFAULTS
 
-            kind = app.config.kind
-            if kind == "auto":
-                kind = "articulated" if app.drawable.articulated is not None else scene.guess_kind(
-                    app.rest_vertices, app.faces)
-            return float(scene.KIND_DEFAULTS[kind]["stiffness"])
+            return float(KIND_DEFAULTS[app.dynamics_kind()]["stiffness"])
         except Exception:  # noqa: BLE001 - only a slider default
             return 1.0
 
@@ -727,8 +691,7 @@ class ViewerGUI:
         for k, v in kw.items():
             setattr(self.app.config, k, v)
         with self.app._lock:
-            self.app._system = None
-            self.app._handles = None
+            self.app._session = None
 
     def _reset(self) -> None:
         app = self.app

@@ -1,18 +1,29 @@
-"""A small analytic InstanceDecoder with known structure, for tests, benchmarks and examples.
+"""Test fixtures with known structure, shared by the tests and the benchmarks (``bench/``).
 
-A box body with a hinged lid and a sliding drawer. Only a planted 2-dimensional subspace of the latent
-moves anything: with s = A^T (z - mu_cond) (A (D, 2) orthonormal), the lid turns by ``max_angle *
-tanh(s_0)`` about its back edge and the drawer slides ``max_slide * tanh(s_1)`` along +x. Parts move
-rigidly, so the ground truth of every fit is known exactly.
+* ``ToyCabinetDecoder``: a small analytic InstanceDecoder. A box body with a hinged lid and a sliding drawer;
+  only a planted 2-dimensional subspace of the latent moves anything: with s = A^T (z - mu_cond) (A (D, 2)
+  orthonormal), the lid turns by ``max_angle * tanh(s_0)`` about its back edge and the drawer slides
+  ``max_slide * tanh(s_1)`` along +x. Parts move rigidly, so the ground truth of every fit is known exactly.
+* ``write_toy_dataset``: a tiny dataset of hinged boxes and bending bars for smoke runs of training (not
+  training data for a real model: ``kinemesh synth`` generates that).
+* ``chamfer_reference``: the dense O(B P M) Chamfer distance the fast k-d tree one is checked against.
 """
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+
 import numpy as np
 import torch
 
+from kinemesh.atomic import write_text
+from kinemesh.data.articulated import ArticulatedObject, Joint, Part
+from kinemesh.data.sequence import KinematicSequence
 
-def _box(lo, hi):
+
+def box(lo, hi):
     """Vertices (8, 3) and outward triangles (12, 3) of an axis-aligned box."""
     lo, hi = np.asarray(lo, float), np.asarray(hi, float)
     v = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
@@ -23,7 +34,7 @@ def _box(lo, hi):
     return v, f
 
 
-def _subdivide(v, f, times):
+def subdivide(v, f, times):
     """Midpoint subdivision (each triangle -> 4), to get meshes of a chosen size."""
     for _ in range(times):
         edges = {}
@@ -46,13 +57,13 @@ def _subdivide(v, f, times):
 def toy_cabinet(subdivisions: int = 0):
     """(vertices (n, 3), faces (m, 3), part_ids (n,)) of the rest mesh: 0 body, 1 lid, 2 drawer (metres)."""
     parts = [
-        _box([-0.4, -0.25, 0.0], [0.4, 0.25, 0.6]),
-        _box([-0.4, -0.25, 0.6], [0.4, 0.25, 0.64]),
-        _box([0.4, -0.2, 0.1], [0.7, 0.2, 0.3]),
+        box([-0.4, -0.25, 0.0], [0.4, 0.25, 0.6]),
+        box([-0.4, -0.25, 0.6], [0.4, 0.25, 0.64]),
+        box([0.4, -0.2, 0.1], [0.7, 0.2, 0.3]),
     ]
     vs, fs, ids, off = [], [], [], 0
     for i, (v, f) in enumerate(parts):
-        v, f = _subdivide(v, f, subdivisions)
+        v, f = subdivide(v, f, subdivisions)
         vs.append(v)
         fs.append(f + off)
         ids.append(np.full(len(v), i))
@@ -133,3 +144,80 @@ class ToyCabinetDecoder:
         s = torch.tensor([np.arctanh(angle / self.max_angle), np.arctanh(slide / self.max_slide)],
                          dtype=torch.float32)
         return self.mu_cond + self.A @ s
+
+
+def hinged_box(rng: np.random.Generator, subdivisions: int = 1) -> ArticulatedObject:
+    """A box body with a lid on a revolute hinge along the back top edge (metres, Z up)."""
+    import trimesh
+
+    w, d, h = rng.uniform(0.3, 0.6), rng.uniform(0.2, 0.4), rng.uniform(0.15, 0.3)
+    body = trimesh.creation.box(extents=(w, d, h))
+    body.apply_translation((0, 0, h / 2))
+    lid = trimesh.creation.box(extents=(w, d, 0.02))
+    lid.apply_translation((0, 0, h + 0.014))
+    for _ in range(subdivisions):
+        body, lid = body.subdivide(), lid.subdivide()
+    hinge = Joint("hinge", "revolute", "body", "lid", (1, 0, 0), (0, d / 2, h + 0.004), (0.0, 1.6))
+    return ArticulatedObject([Part("body", body.vertices, body.faces, "body"),
+                              Part("lid", lid.vertices, lid.faces, "lid")], [hinge], category="toybox",
+                             name="toybox")
+
+
+def bending_bar(rng: np.random.Generator, n_frames: int) -> KinematicSequence:
+    """A soft bar clamped at x = 0 bending about Y by a random amount per frame."""
+    import trimesh
+
+    L = rng.uniform(0.5, 0.8)
+    bar = trimesh.creation.box(extents=(L, 0.08, 0.08))
+    bar.apply_translation((L / 2, 0, 0.04))
+    bar = bar.subdivide().subdivide()
+    rest = np.asarray(bar.vertices)
+    frames = []
+    for _ in range(n_frames):
+        k = rng.uniform(-1.2, 1.2) / L  # curvature
+        x = rest[:, 0]
+        ang = k * x
+        r = 1.0 / k if abs(k) > 1e-6 else 1e9
+        z0 = rest[:, 2] - 0.04
+        px = (r - z0) * np.sin(ang) if abs(k) > 1e-6 else x
+        pz = r - (r - z0) * np.cos(ang) + 0.04 if abs(k) > 1e-6 else rest[:, 2]
+        frames.append(np.stack([px, rest[:, 1], pz], 1))
+    return KinematicSequence(rest, bar.faces, np.stack(frames), np.arange(n_frames) / 30.0,
+                             meta={"category": "toybar", "kind": "elastic", "source": "tests/toys.py"})
+
+
+def write_toy_dataset(folder: str | os.PathLike, n_train: int = 6, n_val: int = 2, n_frames: int = 6,
+                      seed: int = 0) -> Path:
+    """Write ``folder/manifest.jsonl`` and npz sequences (hinged boxes and bending bars)."""
+    folder = Path(folder)
+    rng = np.random.default_rng(seed)
+    lines = []
+    for i in range(n_train + n_val):
+        split = "train" if i < n_train else "val"
+        if i % 2 == 0:
+            obj = hinged_box(rng)
+            configs = [obj.sample_values(rng) for _ in range(n_frames)]
+            seq = obj.to_sequence(configs, source="tests/toys.py")
+        else:
+            seq = bending_bar(rng, n_frames)
+        rel = f"{seq.kind}/{seq.category}/{i:04d}.npz"
+        seq.save(folder / rel)
+        lines.append(json.dumps({"path": rel, "split": split, "kind": seq.kind, "category": seq.category}))
+    write_text(folder / "manifest.jsonl", "\n".join(lines) + "\n")
+    return folder
+
+
+def chamfer_reference(pred: torch.Tensor, target: torch.Tensor, one_sided: bool = False,
+                      squared: bool = True) -> torch.Tensor:
+    """Dense reference Chamfer. pred (B, P, 3), target (M, 3) -> (B,). O(B P M) memory; for tests.
+
+    Symmetric: 0.5 * (mean_p min_t d(p,t) + mean_t min_p d(p,t)); one-sided: mean_t min_p d(p,t), with
+    d = |p - t|^2 (``squared``) or |p - t|.
+    """
+    d = torch.cdist(pred, target.expand(pred.shape[0], -1, -1))
+    if squared:
+        d = d.pow(2)
+    t2p = d.min(1).values.mean(-1)
+    if one_sided:
+        return t2p
+    return 0.5 * (d.min(2).values.mean(-1) + t2p)

@@ -1,0 +1,95 @@
+"""Binding a mesh to the kinematic model: the one entry point shared by simulate, IK, the viewer, eval and bench.
+
+``bind(vertices, faces)`` loads the checkpoint (the shipped default one when none is given; a missing or
+unreadable checkpoint is an ``InputFileError``, never a silent untrained model), resolves the object kind once
+(``kinemesh.geometry.kind.resolve_kind``), binds the model to the mesh in the calibrated prior of that kind
+(``kinemesh.model.calibration``) and reduces its latent space to an active subspace (NeuROK Sec. 4.3).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from kinemesh.errors import ConfigError
+from kinemesh.geometry.kind import resolve_kind
+from kinemesh.model.api import KinematicModel, NeuralInstanceDecoder, load_model
+from kinemesh.reduce.active_subspace import ReducedDecoder, Subspace, fit
+
+
+@dataclass
+class ReductionConfig:
+    """How the per-instance active subspace is built (NeuROK Sec. 4.3); defaults are the dynamics' binding."""
+
+    enabled: bool = True
+    """False keeps the raw latent z (the "w/o model reduction" ablation of inverse kinematics)."""
+    k_q: int | None = 8
+    """Fixed number of reduced coordinates; None picks it from ``explained``."""
+    explained: float = 0.99
+    """Fraction of the trace of C kept when ``k_q`` is None."""
+    max_k: int | None = None
+    """Upper bound on the automatically chosen k_q."""
+    method: str = "jacobian"
+    """"jacobian" (E[J^T J], default) or "gradient" (the paper's scalar G = ||delta||)."""
+    n_samples: int = 32
+    """Prior samples of the Monte Carlo estimate."""
+    n_probes: int = 4
+    """Random probes per sample (jacobian method)."""
+    calibrated_prior: bool = True
+    """Take the subspace, prior samples and barrier in the kind's calibrated prior N(mu_cond, L L^T) (the
+    policy); False uses the uncalibrated N(mu_cond, I), which inverse kinematics sets
+    (``kinemesh.ik.pipeline.IK_REDUCTION``, measured in docs/results/ik_calibrated.md)."""
+
+
+@dataclass
+class Binding:
+    """A mesh bound to the model: ``decoder`` is what IK and the dynamics drive."""
+
+    decoder: ReducedDecoder | NeuralInstanceDecoder
+    """q (..., k) -> points / vertices (a ReducedDecoder), or the instance itself when reduction is off."""
+    instance: NeuralInstanceDecoder
+    """z (..., D) -> points / vertices of the full latent space."""
+    subspace: Subspace | None
+    """The active subspace, None when reduction is off."""
+    kind: str
+    """The resolved object kind (articulated / elastic / cloth), also when the prior is uncalibrated."""
+    model: KinematicModel
+
+
+def bind(vertices: np.ndarray, faces: np.ndarray, model: KinematicModel | str | os.PathLike | None = None,
+         kind: str = "auto", part_ids: np.ndarray | None = None, reduction: ReductionConfig | None = None,
+         n_points: int = 1024, seed: int = 0, device: str = "cpu", dtype=None) -> Binding:
+    """Bind ``model`` (a loaded KinematicModel, a checkpoint folder, or None = the shipped default checkpoint)
+    to a rest mesh and reduce it.
+
+    Parameters
+    ----------
+    vertices, faces : (n, 3) metres, (m, 3) int; the rest mesh (or its segmented parts, see ``part_ids``).
+    kind : articulated | elastic | cloth | auto (guessed from the mesh and ``part_ids``); picks the prior.
+    part_ids : (n,) int part of each vertex (vertices follow samples of their own part), or None.
+    reduction : the active subspace (default ``ReductionConfig()``, k_q = 8).
+    n_points, seed : surface samples carrying the deformation and their seed.
+    device, dtype : where the model runs; ``dtype`` (e.g. torch.float64) casts the model in place.
+
+    Raises
+    ------
+    InputFileError for a missing or unreadable checkpoint; ConfigError for a bad kind, n_points < 16 or k_q
+    outside [1, latent dim].
+    """
+    red = reduction or ReductionConfig()
+    if n_points < 16:
+        raise ConfigError(f"points must be >= 16, got {n_points}")
+    if not isinstance(model, KinematicModel):
+        model = load_model(model, device=device)
+    if dtype is not None:
+        model.to(dtype=dtype)
+    kind = resolve_kind(kind, vertices, faces, part_ids)
+    inst = model.instance(vertices, faces, n_points=n_points, seed=seed, part_ids=part_ids,
+                          kind=kind if red.calibrated_prior else None)
+    if not red.enabled:
+        return Binding(inst, inst, None, kind, model)
+    sub = fit(inst, k_q=red.k_q, explained=red.explained, max_k=red.max_k, n_samples=red.n_samples,
+              method=red.method, n_probes=red.n_probes, seed=seed)
+    return Binding(ReducedDecoder(inst, sub), inst, sub, kind, model)
