@@ -3,7 +3,7 @@
     python scripts/physics_contact_sheet.py [--out docs/img/physics_cases.png]
 
 Takes about a minute on 2 CPU cores. Each tile shows the object at a late moment of the case (frame at 70 %
-of the run, where the motion is visible), simulated by ``kinemesh.materials.physics.simulate``.
+of the run, where the motion is visible), simulated by ``kinemesh.materials.physics.run_case``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import trimesh
 from kinemesh.data.articulated import ArticulatedObject, Part
 from kinemesh.materials.assign import PartMaterial
 from kinemesh.materials.library import get_material
-from kinemesh.materials.physics import CASES, CaseConfig, simulate
+from kinemesh.materials.physics import CASES, CaseConfig, run_case
 from kinemesh.viz.render import contact_sheet
 
 
@@ -46,7 +46,7 @@ def main() -> None:
         for obj, material in _examples():
             m = get_material(material)
             assignment = {p.name: PartMaterial(p.name, m, "docs") for p in obj.parts if len(p.vertices)}
-            seq = simulate(obj, assignment, CaseConfig(case=case, duration=1.2, fps=20)).sequence
+            seq = run_case(obj, assignment, CaseConfig(case=case, duration=1.2, fps=20)).sequence
             k = int(0.7 * (seq.n_frames - 1))
             tiles.append((seq.frames[k], seq.faces, seq.part_ids, f"{case}: {obj.name} ({material})"))
             print(f"{case:6s} {obj.name:8s} {material:7s} done")

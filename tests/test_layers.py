@@ -18,14 +18,9 @@ LAYERS = {  # subpackage -> rank; a module may import its own rank (no cycles) o
 }
 
 PRIVATE_ALLOWED = {
-    # owned by parallel changes at the time of writing (dynamics speed; MuJoCo physics): make these public there
+    # owned by the dynamics-speed change at the time of writing: make these public there
     ("kinemesh.dynamics.boundary", "kinemesh.dynamics.eom", "_solve"),
     ("kinemesh.dynamics.integrators", "kinemesh.dynamics.eom", "_decoder_dtype"),
-    ("kinemesh.materials.mpm", "kinemesh.materials.physics", "_measure"),
-    ("kinemesh.materials.mpm", "kinemesh.materials.physics", "_placement"),
-    ("kinemesh.materials.mpm", "kinemesh.materials.physics", "_rotation_x"),
-    ("kinemesh.synth.real", "kinemesh.synth.dataset", "_retry_dynamic"),  # real-object data generation
-    ("kinemesh.synth.real", "kinemesh.data.partnet", "_apply_budget"),
 }
 
 

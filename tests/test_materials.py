@@ -15,7 +15,7 @@ from kinemesh.materials.assign import (
     write_assignment,
 )
 from kinemesh.materials.library import BEHAVIORS, get_material, library_entry, material_names
-from kinemesh.materials.physics import CaseConfig, _damping_ratio, _restitution_table, simulate
+from kinemesh.materials.physics import CaseConfig, _damping_ratio, _restitution_table, run_case
 
 
 def _ball(name="ball", radius=0.05, subdivisions=1):
@@ -149,7 +149,7 @@ def test_material_matters_for_a_drop():
     Hertz contact the peak deformation scales as (density / E*)^(2/5): rubber > foam > wood (rigid)."""
     obj = _ball(subdivisions=2)
     cfg = CaseConfig(case="drop", duration=0.8, height=0.3)
-    res = {m: simulate(obj, _assign(obj, m), cfg).report for m in ("rubber", "wood", "foam")}
+    res = {m: run_case(obj, _assign(obj, m), cfg).report for m in ("rubber", "wood", "foam")}
     bounce = {m: r["bounce_height_m"] for m, r in res.items()}
     deform = {m: r["peak_deformation"] for m, r in res.items()}
     assert bounce["rubber"] > bounce["wood"] > bounce["foam"] > 0.0
@@ -165,8 +165,8 @@ def test_material_matters_for_a_drop():
 def test_elastoplastic_clay_keeps_a_dent_and_rubber_does_not():
     obj = _ball()
     cfg = CaseConfig(case="drop", duration=0.8, height=0.5)
-    clay = simulate(obj, _assign(obj, "clay"), cfg).report["final_deformation"]
-    rubber = simulate(obj, _assign(obj, "rubber"), cfg).report["final_deformation"]
+    clay = run_case(obj, _assign(obj, "clay"), cfg).report["final_deformation"]
+    rubber = run_case(obj, _assign(obj, "rubber"), cfg).report["final_deformation"]
     assert clay > 5 * rubber and clay > 1e-3
 
 
@@ -175,8 +175,8 @@ def test_tilt_slides_only_below_the_friction_angle():
     box = trimesh.creation.box(extents=(0.1, 0.1, 0.05))
     obj = ArticulatedObject([Part("block", box.vertices, box.faces, "block")], [], name="block")
     cfg = CaseConfig(case="tilt", tilt_deg=30.0, duration=0.6)
-    slippery = simulate(obj, _assign(obj, "wood", friction_angle=15.0), cfg).report["slide_distance_m"]
-    grippy = simulate(obj, _assign(obj, "wood", friction_angle=45.0), cfg).report["slide_distance_m"]
+    slippery = run_case(obj, _assign(obj, "wood", friction_angle=15.0), cfg).report["slide_distance_m"]
+    grippy = run_case(obj, _assign(obj, "wood", friction_angle=45.0), cfg).report["slide_distance_m"]
     # frictional sliding: a = g (sin 30 - cos 30 tan 15) = 2.63 m/s^2 -> 0.47 m in 0.6 s
     assert slippery == pytest.approx(0.5 * 9.81 * (0.5 - np.cos(np.pi / 6) * np.tan(np.radians(15))) * 0.6**2, rel=0.2)
     assert abs(grippy) < 0.01
@@ -186,7 +186,7 @@ def test_tilt_slides_only_below_the_friction_angle():
 def test_every_case_runs_on_articulated_soft_and_cloth(case):
     for obj, material in ((_box_with_lid(), "wood"), (_ball(subdivisions=1), "rubber"), (_cloth(), "fabric")):
         cfg = CaseConfig(case=case, duration=0.3, fps=20)
-        result = simulate(obj, _assign(obj, material), cfg)
+        result = run_case(obj, _assign(obj, material), cfg)
         seq = result.sequence
         assert seq.n_frames == 7 and np.isfinite(seq.frames).all()
         moved = np.abs(seq.frames[-1] - seq.frames[0]).max()
@@ -196,10 +196,10 @@ def test_every_case_runs_on_articulated_soft_and_cloth(case):
 
 def test_wind_pushes_downwind_and_drag_pulls_towards_target():
     obj = _ball(subdivisions=1)
-    wind = simulate(obj, _assign(obj, "rubber"), CaseConfig(case="wind", duration=0.4, wind_velocity=(15, 0, 0)))
+    wind = run_case(obj, _assign(obj, "rubber"), CaseConfig(case="wind", duration=0.4, wind_velocity=(15, 0, 0)))
     com = wind.sequence.frames.mean(1)
     assert com[-1, 0] - com[0, 0] > 0.005
-    drag = simulate(obj, _assign(obj, "wood"), CaseConfig(case="drag", duration=0.6, drag_direction=(0, 1, 0)))
+    drag = run_case(obj, _assign(obj, "wood"), CaseConfig(case="drag", duration=0.6, drag_direction=(0, 1, 0)))
     com = drag.sequence.frames.mean(1)
     assert com[-1, 1] - com[0, 1] > 0.1 and abs(com[-1, 0] - com[0, 0]) < 0.05
 
@@ -218,10 +218,10 @@ def test_non_star_shaped_soft_part_runs_on_a_tetrahedral_cage():
     assignment = _assign(obj, "rubber")
     assert "cage" in build_scene(obj, assignment, CaseConfig(case="drop"))[2]
     assert "cage" not in build_scene(_ball(), _assign(_ball(), "rubber"), CaseConfig(case="drop"))[2]
-    drop = simulate(obj, assignment, CaseConfig(case="drop", duration=0.4, height=0.1))
+    drop = run_case(obj, assignment, CaseConfig(case="drop", duration=0.4, height=0.1))
     assert drop.sequence.frames.shape[1] == len(m.vertices)
     assert drop.sequence.frames[-1, :, 2].min() < 0.02  # it fell onto the floor
-    drag = simulate(obj, assignment, CaseConfig(case="drag", duration=0.4, drag_direction=(0, 1, 0)))
+    drag = run_case(obj, assignment, CaseConfig(case="drag", duration=0.4, drag_direction=(0, 1, 0)))
     com = drag.sequence.frames.mean(1)
     assert com[-1, 1] - com[0, 1] > 0.02
 
@@ -252,7 +252,7 @@ def test_deformable_part_in_an_articulated_object_is_a_clear_error():
     assignment = _assign(obj, "wood")
     assignment["lid"] = PartMaterial("lid", get_material("rubber"), "test")
     with pytest.raises(ConfigError, match="part 'lid' is deformable"):
-        simulate(obj, assignment, CaseConfig(case="drop", duration=0.1))
+        run_case(obj, assignment, CaseConfig(case="drop", duration=0.1))
 
 
 # ------------------------------------------------------------------------------------------- CLI

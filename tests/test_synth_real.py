@@ -148,7 +148,7 @@ def test_synth_from_urdf_rejects_a_folder_without_objects(tmp_path, capsys):
 
 def test_still_sequences_are_dropped(tmp_path):
     from kinemesh.errors import KinemeshError
-    from kinemesh.synth.dataset import _retry_dynamic
+    from kinemesh.synth.dataset import retry_dynamic
     from kinemesh.geometry.validity import motion_extent, moves
 
     rest = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], dtype=np.float32)
@@ -167,7 +167,7 @@ def test_still_sequences_are_dropped(tmp_path):
         j.limits = (0.0, 1e-6)
     obj.part("knob").vertices, obj.part("knob").faces = np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int64)
     with pytest.raises(KinemeshError, match="no motion"):
-        _retry_dynamic(obj, np.random.default_rng(0), 12)
+        retry_dynamic(obj, np.random.default_rng(0), 12)
 
 
 def test_rollout_frames_follow_the_recorded_joint_values(tmp_path):

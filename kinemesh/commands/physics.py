@@ -119,12 +119,12 @@ def _run_case(obj, assignment, cfg, out: Path, video: bool) -> None:
     from kinemesh.atomic import atomic_dir
     from kinemesh.materials.assign import write_assignment
     from kinemesh.materials.mpm import is_granular, simulate_granular
-    from kinemesh.materials.physics import simulate
+    from kinemesh.materials.physics import run_case
 
     if is_granular(assignment):
         result = simulate_granular(obj, assignment, cfg, progress=True)
     else:
-        result = simulate(obj, assignment, cfg, progress=True)
+        result = run_case(obj, assignment, cfg, progress=True)
     with atomic_dir(out) as tmp:
         result.sequence.save(tmp / "sequence.npz")
         write_assignment(assignment, tmp / "materials.json")

@@ -234,7 +234,7 @@ def load_articulated(
         f = np.concatenate(faces) if faces else np.zeros((0, 3), dtype=np.int64)
         label = semantics.get(name, ("", ""))[1]
         parts.append(Part(name, v, f, label))
-    _apply_budget(parts, max_vertices, urdf_path, warnings)
+    apply_vertex_budget(parts, max_vertices, urdf_path, warnings)
 
     # ---- joints
     joints: list[Joint] = []
@@ -274,7 +274,7 @@ def load_articulated(
         raise InputFileError(urdf_path, str(exc)) from None
 
 
-def _apply_budget(parts: list[Part], max_vertices: int | None, path: Path, warnings: list[str]) -> None:
+def apply_vertex_budget(parts: list[Part], max_vertices: int | None, path: Path, warnings: list[str]) -> None:
     import trimesh
 
     total = sum(len(p.vertices) for p in parts)

@@ -20,7 +20,7 @@ from kinemesh.data.articulated import ArticulatedObject
 from kinemesh.data.sequence import KinematicSequence
 from kinemesh.errors import ConfigError, MissingDependencyError, SimulationDivergedError
 from kinemesh.materials.assign import PartMaterial
-from kinemesh.materials.physics import GRAVITY, CaseConfig, PhysicsResult, _measure, _placement, _rotation_x
+from kinemesh.materials.physics import GRAVITY, CaseConfig, PhysicsResult, measure_case, case_placement, rotation_x
 
 GRANULAR_CASES = ("drop", "throw", "tilt")
 
@@ -80,7 +80,7 @@ def simulate_granular(
     from scipy.spatial import cKDTree
     from kinemesh.progress import tqdm
 
-    R, t = _placement(part.vertices, cfg)
+    R, t = case_placement(part.vertices, cfg)
     verts = part.vertices @ R.T + t
     size = float(np.linalg.norm(part.vertices.max(0) - part.vertices.min(0)))
     voxel = voxel or max(size / 12.0, 2e-3)
@@ -100,7 +100,7 @@ def simulate_granular(
                           mass=[mass] * len(points), radius=[0.5 * voxel / 3.0] * len(points))
     friction = material.friction
     if cfg.case == "tilt":
-        q = _quat_xyzw(_rotation_x(cfg.tilt_deg))
+        q = _quat_xyzw(rotation_x(cfg.tilt_deg))
         builder.add_shape_box(body=-1, xform=wp.transform(wp.vec3(0.0, 0.0, -0.5 * voxel), wp.quat(*q)),
                               hx=10 * size, hy=10 * size, hz=0.5 * voxel,
                               cfg=newton.ModelBuilder.ShapeConfig(mu=friction))
@@ -145,7 +145,7 @@ def simulate_granular(
         frames.append(x.astype(np.float32))
         lowest.append(float(pos[:, 2].min()))
     frames_arr = np.stack(frames)
-    report = _measure(frames_arr, verts, cfg, size, lowest)
+    report = measure_case(frames_arr, verts, cfg, size, lowest)
     report.update(simulator=f"newton {getattr(newton, '__version__', '?')} implicit MPM (warp, cpu)",
                   particles=int(len(points)), voxel_m=voxel, substep_s=dt,
                   wall_time_s=time.time() - started, behaviors={part.name: "granular"},

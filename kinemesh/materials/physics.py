@@ -147,7 +147,7 @@ def _behavior(pm: PartMaterial, cfg: CaseConfig) -> str:
     return m.behavior
 
 
-def _rotation_x(deg: float) -> np.ndarray:
+def rotation_x(deg: float) -> np.ndarray:
     a = math.radians(deg)
     return np.array([[1, 0, 0], [0, math.cos(a), -math.sin(a)], [0, math.sin(a), math.cos(a)]])
 
@@ -178,11 +178,11 @@ def _sheet_normal(vertices: np.ndarray) -> np.ndarray:
     return np.linalg.svd(centred, full_matrices=False)[2][-1]
 
 
-def _placement(vertices: np.ndarray, cfg: CaseConfig, hang: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def case_placement(vertices: np.ndarray, cfg: CaseConfig, hang: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Rotation (3,3) and translation (3,) placing the object for the case: lowest point ``height`` above
     the floor for drop/throw, resting 2 mm above the floor (or the tilted plane) otherwise; centred in xy.
     ``hang``: a cloth in the wind hangs like a flag, its sheet facing the wind, 5 cm above the floor."""
-    R = _rotation_x(cfg.tilt_deg) if cfg.case == "tilt" else np.eye(3)
+    R = rotation_x(cfg.tilt_deg) if cfg.case == "tilt" else np.eye(3)
     if hang:
         wind = np.asarray(cfg.wind_velocity, float)
         wind_h = np.array([wind[0], wind[1], 0.0])
@@ -224,7 +224,7 @@ def build_scene(obj: ArticulatedObject, assignment: dict[str, PartMaterial], cfg
             f"rigid material to it or simulate the part on its own")
     all_vertices = np.concatenate([p.vertices for p in parts])
     hang = cfg.case == "wind" and len(parts) == 1 and behaviors[parts[0].name] == "cloth"
-    R, t = _placement(all_vertices, cfg, hang=hang)
+    R, t = case_placement(all_vertices, cfg, hang=hang)
     size = float(np.linalg.norm(all_vertices.max(0) - all_vertices.min(0)))
     files: dict[str, bytes] = {}
     if deformable:
@@ -406,7 +406,7 @@ def _face_forces(vertices, faces, wind, air_density, cd, two_sided, vertex_veloc
     return mag[:, None] * normal, centres
 
 
-def simulate(
+def run_case(
     obj: ArticulatedObject,
     assignment: dict[str, PartMaterial],
     cfg: CaseConfig,
@@ -482,7 +482,7 @@ def _simulate_once(obj, assignment, cfg: CaseConfig, progress: bool) -> PhysicsR
     lowest, prev_x = [], rest_world.copy()
     limit = 50.0 * max(size, 1e-3) + abs(cfg.height) + 10 * np.linalg.norm(cfg.velocity)
     bad = mujoco.mjtWarning.mjWARN_BADQACC
-    floor_normal = _rotation_x(cfg.tilt_deg if cfg.case == "tilt" else 0.0)[:, 2]
+    floor_normal = rotation_x(cfg.tilt_deg if cfg.case == "tilt" else 0.0)[:, 2]
     iterator = range(1, n_frames)
     if progress:
         iterator = tqdm(iterator, desc=f"{cfg.case} ({obj.name})", unit="frame", leave=False)
@@ -536,7 +536,7 @@ def _simulate_once(obj, assignment, cfg: CaseConfig, progress: bool) -> PhysicsR
             raise SimulationDivergedError(f"diverged at t = {data.time:.3f} s: the object passed through the floor")
         frames.append(x.astype(np.float32))
     frames_arr = np.stack(frames)
-    report = _measure(frames_arr, rest_world, cfg, size, lowest)
+    report = measure_case(frames_arr, rest_world, cfg, size, lowest)
     report.update(timestep=float(model.opt.timestep), total_mass_kg=total_mass,
                   simulator="mujoco " + mujoco.__version__,
                   behaviors=layout["behaviors"])
@@ -566,7 +566,7 @@ def _kabsch_residual(x: np.ndarray, rest: np.ndarray) -> float:
     return float(np.sqrt(((a @ R.T - b) ** 2).sum(1).mean()))
 
 
-def _measure(frames: np.ndarray, rest: np.ndarray, cfg: CaseConfig, size: float,
+def measure_case(frames: np.ndarray, rest: np.ndarray, cfg: CaseConfig, size: float,
              lowest: list[float] | None = None) -> dict[str, Any]:
     """Measured quantities of a run: bounce height, peak deformation, displacement."""
     com = frames.mean(1)
@@ -588,7 +588,7 @@ def _measure(frames: np.ndarray, rest: np.ndarray, cfg: CaseConfig, size: float,
         else:
             report["bounce_height_m"] = 0.0
     if cfg.case == "tilt":
-        R = _rotation_x(cfg.tilt_deg)
+        R = rotation_x(cfg.tilt_deg)
         downhill = R @ np.array([0.0, -1.0, 0.0])
         report["slide_distance_m"] = float((com[-1] - com[0]) @ downhill)
     return report

@@ -131,7 +131,7 @@ def run_item(args) -> dict:
             obj = _articulated_object(cat, rng)
             obj.name = iid
             seqs = [kinematic_sequence(obj, rng, n_frames=kin_frames)]
-            seqs.append(_retry_dynamic(obj, rng, dyn_frames))
+            seqs.append(retry_dynamic(obj, rng, dyn_frames))
             if write_assets:
                 _write_assets(obj, out / "assets" / cat / iid)
         elif kind == "elastic":
@@ -194,7 +194,7 @@ def _articulated_object(cat: str, rng):
     return build(cat, rng)
 
 
-def _retry_dynamic(obj, rng, n_frames, attempts: int = 3, sim_obj=None):
+def retry_dynamic(obj, rng, n_frames, attempts: int = 3, sim_obj=None):
     """A dynamic sequence that moves: a diverged run is retried with half the step, a still one (no vertex
     moves 1% of the object's size, ``validity.moves``) with new random actions from the same stream."""
     from kinemesh.errors import KinemeshError, SimulationDivergedError

@@ -134,7 +134,7 @@ def prepare_object(path: Path, max_vertices: int = 4000) -> tuple[ArticulatedObj
     """
     import trimesh
 
-    from kinemesh.data.partnet import _apply_budget, load_articulated
+    from kinemesh.data.partnet import apply_vertex_budget, load_articulated
     from kinemesh.errors import KinemeshError
 
     obj = load_articulated(path, max_vertices=None)
@@ -156,7 +156,7 @@ def prepare_object(path: Path, max_vertices: int = 4000) -> tuple[ArticulatedObj
         for k, n in c.items():
             stats[k] = stats.get(k, 0) + int(n)
     warnings: list[str] = []
-    _apply_budget(obj.parts, max_vertices, Path(path), warnings)
+    apply_vertex_budget(obj.parts, max_vertices, Path(path), warnings)
     stats["decimated"] = bool(warnings)
     stats["vertices_out"] = int(sum(len(p.vertices) for p in obj.parts))
     stats["faces_out"] = int(sum(len(p.faces) for p in obj.parts))
@@ -303,7 +303,7 @@ def run_real_item(args) -> dict:
 def _object_sequences(path, out, seed, n_kin, n_dyn, kin_frames, dyn_frames, max_vertices, done: Path) -> dict:
     from kinemesh.atomic import write_text
     from kinemesh.errors import KinemeshError
-    from kinemesh.synth.dataset import _retry_dynamic, item_rng
+    from kinemesh.synth.dataset import retry_dynamic, item_rng
     from kinemesh.geometry.validity import moves
 
     path, out = Path(path), Path(out)
@@ -327,7 +327,7 @@ def _object_sequences(path, out, seed, n_kin, n_dyn, kin_frames, dyn_frames, max
                 if motion == "kinematic":
                     seq = _kinematic(obj, rng, kin_frames, overlap)
                 else:
-                    seq = _retry_dynamic(obj, rng, dyn_frames, sim_obj=sim)
+                    seq = retry_dynamic(obj, rng, dyn_frames, sim_obj=sim)
                     seq.meta["source"] = "kinemesh.synth.real"
                     step = max(1, dyn_frames // 8)  # 8 evenly spaced frames' joint values
                     hits = [h for v in seq.meta["joint_values"][::step] for h in overlap(v)]
