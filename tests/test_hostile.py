@@ -253,6 +253,26 @@ def test_sample_keeps_the_files_vertices(files, tmp_path):
     assert np.allclose(out[i], out[j])
 
 
+def test_physics_and_info_keep_the_files_vertices(files, tmp_path, capsys):
+    from kinemesh.data.meshes import read_obj_geometry
+    from kinemesh.data.sequence import KinematicSequence
+
+    v, f = read_obj_geometry(files / "split.obj")
+    assert main(["info", str(files / "split.obj")]) == 0
+    assert "36 vertices (8 after merging duplicates), 12 faces" in capsys.readouterr().out
+    assert main(["physics", str(files / "split.obj"), "--case", "drop", "--materials", "wood", "--duration", "0.1",
+                 "--no-video", "--out", str(tmp_path / "p")]) == 0
+    seq = KinematicSequence.load(tmp_path / "p" / "sequence.npz")
+    assert seq.n_vertices == len(v) and np.array_equal(seq.faces, f)
+    dup = np.all(v[:, None] == v[None], axis=-1)  # duplicates of the file move together, as one rigid box
+    i, j = np.nonzero(dup)
+    assert np.allclose(seq.frames[:, i], seq.frames[:, j])
+    # the box keeps its shape: pairwise distances of the file's vertices are those of the rest pose
+    d0 = np.linalg.norm(v[:, None] - v[None], axis=-1)
+    d1 = np.linalg.norm(seq.frames[-1][:, None] - seq.frames[-1][None], axis=-1)
+    assert np.allclose(d0, d1, atol=1e-4)
+
+
 def test_working_mesh_maps_file_ids_to_the_decimated_mesh(tmp_path):
     import trimesh
 

@@ -191,6 +191,11 @@ def test_cli_render_sequence_and_articulation_json(tmp_path, tiny_sequence, box_
     reader = iio.get_reader(out)
     assert reader.count_frames() == tiny_sequence.n_frames
     reader.close()
+    before = out.read_bytes()
+    assert main(["render", str(seq_path), "--out", str(out), "--size", "32x24"]) == 1  # exists: needs --force
+    assert out.read_bytes() == before
+    assert main(["render", str(seq_path), "--out", str(out), "--size", "32x24", "--force"]) == 0
+    assert out.read_bytes() != before
 
     mesh_path = tmp_path / "box.obj"
     box_mesh.export(mesh_path)

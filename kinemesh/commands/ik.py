@@ -36,6 +36,7 @@ def register(sub) -> None:
                    help="Adam steps of the full-latent polish after the reduced fit (0 = reduced q only)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default=None, help="also write q, z and the errors as JSON here")
+    p.add_argument("--force", action="store_true", help="overwrite existing output files")
     p.add_argument("--save-subspace", default=None, metavar="DIR",
                    help="write the instance's active subspace (subspace.safetensors + subspace.json) here")
     p.add_argument("--spectrum", default=None, metavar="PNG", help="plot the active-subspace eigen-spectrum here")
@@ -73,9 +74,9 @@ def run(args) -> int:
         raise ConfigError("--steps and --polish-steps must be >= 0 and --starts >= 1")
     if args.device != "cpu":
         raise ConfigError("kinemesh ik runs on cpu (the k-d tree Chamfer is CPU code)")
-    out_file(args.out, force=True)
+    out_file(args.out, force=args.force)
     if args.json:
-        out_file(args.json, force=True, option="--json")
+        out_file(args.json, force=args.force, option="--json")
     rest_v, rest_f = load_rest(args.rest)
     tv, tf = load_target(args.target)
     try:

@@ -42,9 +42,11 @@ def run(args) -> int:
     if what == "mesh":
         from kinemesh.data.meshes import load_mesh
 
+        raw = load_mesh(path, max_vertices=None, process=False)
         mesh = load_mesh(path, max_vertices=budget)
         lo, hi = mesh.bounds
-        print(f"mesh {path.name}: {len(mesh.vertices)} vertices, {len(mesh.faces)} faces")
+        merged = f" ({len(mesh.vertices)} after merging duplicates)" if len(mesh.vertices) != len(raw.vertices) else ""
+        print(f"mesh {path.name}: {len(raw.vertices)} vertices{merged}, {len(raw.faces)} faces")
         print(
             f"  bounds [{lo[0]:.3f} {lo[1]:.3f} {lo[2]:.3f}] .. [{hi[0]:.3f} {hi[1]:.3f} {hi[2]:.3f}], "
             f"extent {np.round(hi - lo, 3).tolist()}"

@@ -76,14 +76,21 @@ def run(args) -> int:
     configs = [CaseConfig(case=c, **{k: v for k, v in overrides.items() if v is not None}).validate()
                for c in cases]
 
-    from kinemesh.materials.objects import load_object
+    from kinemesh.materials.objects import MESH_SUFFIXES, load_object, mesh_object
 
-    obj = load_object(args.input)
+    working = None  # a single mesh file: simulated merged, written back with the file's vertices
+    if Path(args.input).is_file() and Path(args.input).suffix.lower() in MESH_SUFFIXES:
+        from kinemesh.data.meshes import load_working_mesh
+
+        working = load_working_mesh(args.input, max_vertices=None)
+        obj = mesh_object(working.mesh, Path(args.input).stem)
+    else:
+        obj = load_object(args.input)
     assignment = _assignment(args, obj)
     out = Path(args.out)
     for cfg in configs:
         target = out / cfg.case if len(configs) > 1 else out
-        _run_case(obj, assignment, cfg, target, video=not args.no_video)
+        _run_case(obj, assignment, cfg, target, video=not args.no_video, working=working)
     return 0
 
 
@@ -115,7 +122,9 @@ def _assignment(args, obj):
     return load_materials_file(args.materials, names)
 
 
-def _run_case(obj, assignment, cfg, out: Path, video: bool) -> None:
+def _run_case(obj, assignment, cfg, out: Path, video: bool, working=None) -> None:
+    """Simulate one case and write its folder; ``working`` (a :class:`~kinemesh.data.meshes.WorkingMesh`)
+    maps the sequence back to the input file's vertex count and order."""
     from kinemesh.atomic import atomic_dir
     from kinemesh.materials.assign import write_assignment
     from kinemesh.materials.mpm import is_granular, simulate_granular
@@ -125,6 +134,14 @@ def _run_case(obj, assignment, cfg, out: Path, video: bool) -> None:
         result = simulate_granular(obj, assignment, cfg, progress=True)
     else:
         result = run_case(obj, assignment, cfg, progress=True)
+    if working is not None:
+        import numpy as np
+
+        seq = result.sequence
+        assert seq.n_vertices == len(working.mesh.vertices), "one-part sequences keep the part's vertices"
+        seq.rest_vertices, seq.frames = working.to_file(seq.rest_vertices), working.to_file(seq.frames)
+        seq.faces = working.faces.astype(np.int32)
+        seq.part_ids = None if seq.part_ids is None else working.to_file(seq.part_ids[:, None])[:, 0]
     with atomic_dir(out) as tmp:
         result.sequence.save(tmp / "sequence.npz")
         write_assignment(assignment, tmp / "materials.json")

@@ -28,6 +28,7 @@ def register(sub) -> None:
                    help="mesh, .npz sequence, URDF/PartNet folder or articulation .json; several inputs are "
                         "rendered side by side (one tile each, own framing)")
     p.add_argument("--out", required=True, help="output file: .mp4, .gif or .png")
+    p.add_argument("--force", action="store_true", help="overwrite an existing output file")
     p.add_argument("--views", type=int, default=1, help="camera views side by side (1-4 presets; default 1)")
     p.add_argument("--fps", type=number(float, 0, 1000, lo_open=True), default=None,
                    help="frames per second (default: the input's own, else 30)")
@@ -70,7 +71,7 @@ def run(args) -> int:
     from kinemesh.viz import render
     from kinemesh.viz.inputs import load_drawable, turntable
 
-    out = out_file(args.out, force=True, suffixes=(".mp4", ".gif", ".png"))
+    out = out_file(args.out, force=args.force, suffixes=(".mp4", ".gif", ".png"))
     if args.views < 1 or args.views > 12:
         raise ConfigError(f"--views must be within 1..12, got {args.views}")
     if args.max_frames < 1:

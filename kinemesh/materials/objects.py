@@ -28,11 +28,14 @@ def load_object(path: str | os.PathLike) -> ArticulatedObject:
     if path.suffix.lower() in MESH_SUFFIXES:
         from kinemesh.data.meshes import load_mesh
 
-        mesh = load_mesh(path)
-        name = path.stem
-        return ArticulatedObject([Part(name, mesh.vertices, mesh.faces, label=name)], [], category=name, name=name)
+        return mesh_object(load_mesh(path), path.stem)
     raise InputFileError(path, f"unsupported input; expected a mesh ({', '.join(MESH_SUFFIXES)}), a .npz "
                                "sequence, a .urdf or a PartNet-Mobility folder")
+
+
+def mesh_object(mesh, name: str) -> ArticulatedObject:
+    """A single mesh (a trimesh) as a one-part object named ``name``."""
+    return ArticulatedObject([Part(name, mesh.vertices, mesh.faces, label=name)], [], category=name, name=name)
 
 
 def _from_sequence(path: Path) -> ArticulatedObject:
