@@ -59,9 +59,13 @@ def test_synth_writes_sequences_manifest_and_resumes(tmp_path, capsys):
     assert report["by_status"]["ok"] == 4 and report["by_status"]["failed"] == 0
 
     mtimes = {f: f.stat().st_mtime_ns for f in files}
+    stale = files[0].parent / ".laptop_0001_kinematic.k2j4_x9a.tmp.npz"  # left by a run killed mid-write
+    stale.write_bytes(b"half")
     capsys.readouterr()
     assert _synth(out) == 0
-    assert "0 generated, 4 already present" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "0 generated, 4 already present" in printed and "removed stale temporary" in printed
+    assert not stale.exists()
     assert {f: f.stat().st_mtime_ns for f in files} == mtimes
     assert not list(out.rglob(".*tmp*")), "temporary files left behind"
 

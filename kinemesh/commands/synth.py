@@ -142,6 +142,7 @@ def run(args) -> int:
         scheduler=args.scheduler,
         elastic_meshes=tuple(args.elastic_meshes or ()),
     )
+    _drop_stale(cfg.out)
     report = generate(cfg, progress=not args.no_progress)
     st = report["by_status"]
     print(
@@ -152,6 +153,15 @@ def run(args) -> int:
     for f in report["failures"]:
         print(f"  dropped {f['kind']}/{f['category']}/{f['index']}: {f['error']}")
     return 0
+
+
+def _drop_stale(out) -> None:
+    """A rerun resumes: first remove what a run killed mid-write left in ``out``."""
+    from kinemesh.atomic import remove_stale
+
+    if out.is_dir():
+        for p in remove_stale(out):
+            print(f"removed stale temporary {p}")
 
 
 def _run_real(args) -> int:
@@ -171,6 +181,7 @@ def _run_real(args) -> int:
         workers=args.workers or os.cpu_count() or 1,
         scheduler=args.scheduler,
     )
+    _drop_stale(cfg.out)
     r = generate_real(cfg, progress=not args.no_progress)
     st = r["by_status"]
     print(
