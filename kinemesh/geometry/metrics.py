@@ -8,7 +8,7 @@ whatever units they are given.
 Chamfer: the distance from surface samples of each shape to the **other shape's surface**
 (exact point-to-triangle distance), averaged over both directions with weight 0.5 each, so that two identical
 meshes score 0 regardless of the sample count. Point-to-point nearest neighbours are used only for a side given
-as a bare point cloud (no faces). ``*_reference`` functions are slow brute-force numpy versions used by tests.
+as a bare point cloud (no faces).
 """
 
 from __future__ import annotations
@@ -287,21 +287,6 @@ def point_to_surface_distance(points, vertices, faces, squared: bool = False) ->
     return d2 if squared else np.sqrt(d2)
 
 
-def point_to_surface_distance_reference(points, vertices, faces, squared: bool = False) -> np.ndarray:
-    """Brute-force reference for :func:`point_to_surface_distance` (every point against every triangle).
-
-    O(n * M); only for small inputs (tests).
-    """
-    q = _points(points, "points")
-    v = _points(vertices, "vertices")
-    f = _faces(faces, len(v))
-    out = np.empty(len(q))
-    for i, p in enumerate(q):
-        pp = np.broadcast_to(p, (len(f), 3))
-        out[i] = point_triangle_sqdist(pp, v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]).min()
-    return out if squared else np.sqrt(out)
-
-
 # -------------------------------------------------------------------------------------------------- Chamfer
 
 
@@ -340,27 +325,6 @@ def chamfer(
         return float(d_ab.mean())
     pb = _samples(bv, bf, n_samples, seed, 1)
     d_ba = _dist_to(pb, av, af, squared)
-    return float(0.5 * (d_ab.mean() + d_ba.mean()))
-
-
-def chamfer_reference(
-    a, b, a_faces=None, b_faces=None, n_samples: int = 10000, seed: int = 0, squared=False, one_sided=False
-) -> float:
-    """Brute-force numpy reference of :func:`chamfer` (same samples, exhaustive distances); small inputs only."""
-    av, af = _mesh_or_points(a, a_faces, "a")
-    bv, bf = _mesh_or_points(b, b_faces, "b")
-
-    def dist(p, v, f):
-        if f is None:
-            d2 = ((p[:, None, :] - v[None, :, :]) ** 2).sum(-1).min(axis=1)
-        else:
-            d2 = point_to_surface_distance_reference(p, v, f, squared=True)
-        return d2 if squared else np.sqrt(d2)
-
-    d_ab = dist(_samples(av, af, n_samples, seed, 0), bv, bf)
-    if one_sided:
-        return float(d_ab.mean())
-    d_ba = dist(_samples(bv, bf, n_samples, seed, 1), av, af)
     return float(0.5 * (d_ab.mean() + d_ba.mean()))
 
 

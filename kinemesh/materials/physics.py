@@ -559,11 +559,10 @@ def _simulate_once(obj, assignment, cfg: CaseConfig, progress: bool) -> PhysicsR
 
 def _kabsch_residual(x: np.ndarray, rest: np.ndarray) -> float:
     """RMS distance (m) of ``x`` from the best rigid motion of ``rest``."""
-    a, b = rest - rest.mean(0), x - x.mean(0)
-    U, _, Vt = np.linalg.svd(a.T @ b)
-    d = np.sign(np.linalg.det(U @ Vt))
-    R = (U @ np.diag([1, 1, d]) @ Vt).T
-    return float(np.sqrt(((a @ R.T - b) ** 2).sum(1).mean()))
+    from kinemesh.geometry.procrustes import kabsch
+
+    R, t = kabsch(rest, x)
+    return float(np.sqrt(((rest @ R.T + t - x) ** 2).sum(1).mean()))
 
 
 def measure_case(frames: np.ndarray, rest: np.ndarray, cfg: CaseConfig, size: float,

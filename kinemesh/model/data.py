@@ -23,6 +23,7 @@ from kinemesh.data.sequence import KinematicSequence
 from kinemesh.errors import ConfigError, InputFileError
 from kinemesh.geometry.kind import connected_components
 from kinemesh.geometry.normalize import normalization
+from kinemesh.geometry.procrustes import kabsch
 from kinemesh.geometry.sampling import points_from_barycentric, sample_surface
 
 log = logging.getLogger(__name__)
@@ -78,12 +79,8 @@ def remove_rigid_motion(source: np.ndarray, target: np.ndarray) -> np.ndarray:
     is the whole body flying, which is not a kinematic state of the object. The model learns their shape
     change; the dynamics module moves the body.
     """
-    cs, ct = source.mean(0), target.mean(0)
-    H = (target - ct).T @ (source - cs)
-    U, _, Vt = np.linalg.svd(H)
-    d = np.sign(np.linalg.det(Vt.T @ U.T))
-    R = Vt.T @ np.diag([1.0, 1.0, d]) @ U.T  # rotation taking target directions onto source directions
-    return (target - ct) @ R.T + cs
+    R, t = kabsch(target, source)  # the rigid motion taking target back onto source
+    return (target @ R.T + t).astype(np.result_type(source, target))
 
 
 @dataclass
