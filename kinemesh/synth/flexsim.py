@@ -1,4 +1,5 @@
-"""Shared MuJoCo flex machinery for soft bodies (dim=3) and cloth (dim=2): stepping, divergence checks.
+"""Shared MuJoCo flex machinery for soft bodies (dim=3) and cloth (dim=2): stepping, divergence checks, and
+the edge-strain measure of a recorded surface.
 
 Flex elasticity in MuJoCo 4 needs ``integrator="discrete"``. A run counts as diverged when MuJoCo
 raises ``mjWARN_BADQACC`` (it silently resets the state then), a position becomes non-finite, or the nodes fly
@@ -95,6 +96,26 @@ def _simulate_flex(run: FlexRun, timestep: float, mujoco) -> tuple[np.ndarray, n
             times.append(t + timestep)
             next_rec += every
     return np.stack(frames), np.asarray(times)
+
+
+def edges_of(faces: np.ndarray) -> np.ndarray:
+    """Unique undirected edges (e, 2) of a triangle mesh."""
+    e = np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]])
+    return np.unique(np.sort(e, axis=1), axis=0)
+
+
+def edge_ratios(rest: np.ndarray, frames: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """Edge length over rest length, (T, e), of every frame (T, n, 3) of a mesh with rest vertices (n, 3)."""
+    e = edges_of(faces)
+    L0 = np.linalg.norm(rest[e[:, 0]] - rest[e[:, 1]], axis=-1)
+    return np.linalg.norm(frames[:, e[:, 0]] - frames[:, e[:, 1]], axis=-1) / np.maximum(L0, 1e-12)
+
+
+def edge_strain(rest: np.ndarray, frames: np.ndarray, faces: np.ndarray, q: float = 95.0) -> np.ndarray:
+    """Strain of each frame, (T,): the ``q``-th percentile over the surface edges of |length / rest - 1|
+    (0.1 = edges 10% longer or shorter). Rigid motions give 0; a percentile, not the maximum, so that one
+    sliver edge does not decide it."""
+    return np.percentile(np.abs(edge_ratios(rest, frames, faces) - 1.0), q, axis=1)
 
 
 def run_with_retries(run: FlexRun, timestep: float, retries: int = 2) -> tuple[np.ndarray, np.ndarray, float]:
