@@ -51,10 +51,10 @@ def time_latent(model, vertices, faces, k_q: int, frames: int, fps: float, point
 def time_mujoco_beam(frames: int, fps: float, seed: int = 0, resolution: int = 8):
     """MuJoCo full-order flex simulation of a soft beam (synth.elastic, poke) for the same frames/fps;
     ``resolution`` sets the tetrahedral cage (cells along the longest side)."""
-    from kinemesh.synth.elastic import simulate_elastic
+    from kinemesh.synth.elastic import elastic_sequence
 
     t0 = time.perf_counter()
-    seq = simulate_elastic("beam", np.random.default_rng(seed), action="poke", n_frames=frames,
+    seq = elastic_sequence("beam", np.random.default_rng(seed), action="poke", n_frames=frames,
                            duration=frames / fps, resolution=resolution)
     return time.perf_counter() - t0, seq
 

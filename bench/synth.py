@@ -52,8 +52,8 @@ def main() -> None:
     from kinemesh.synth.articulated_motion import dynamic_sequence, kinematic_sequence
     from kinemesh.synth.assemblies import random_assembly
     from kinemesh.synth.categories import CATEGORIES, build
-    from kinemesh.synth.cloth import SCENES, simulate_cloth
-    from kinemesh.synth.elastic import SHAPES, simulate_elastic
+    from kinemesh.synth.cloth import SCENES, cloth_sequence
+    from kinemesh.synth.elastic import SHAPES, elastic_sequence
 
     cats = sorted(CATEGORIES)
 
@@ -81,12 +81,12 @@ def main() -> None:
         ),
         _bench(
             "elastic (flexcomp dim=3, 1.2 s, 24 frames)",
-            lambda i: [simulate_elastic(SHAPES[i % len(SHAPES)], rng(i, 6))],
+            lambda i: [elastic_sequence(SHAPES[i % len(SHAPES)], rng(i, 6))],
             args.n,
         ),
         _bench(
             "cloth (flexcomp dim=2, 1.6 s, 24 frames)",
-            lambda i: [simulate_cloth(SCENES[i % len(SCENES)], rng(i, 7))],
+            lambda i: [cloth_sequence(SCENES[i % len(SCENES)], rng(i, 7))],
             args.n,
         ),
     ]

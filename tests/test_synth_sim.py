@@ -9,8 +9,8 @@ import trimesh
 from kinemesh.errors import SimulationDivergedError
 from kinemesh.synth.articulated_motion import dynamic_sequence, kinematic_sequence
 from kinemesh.synth.categories import build
-from kinemesh.synth.cloth import grid_sheet, max_edge_stretch, simulate_cloth
-from kinemesh.synth.elastic import ACTIONS, LEGACY_SHAPES, simulate_elastic
+from kinemesh.synth.cloth import grid_sheet, max_edge_stretch, cloth_sequence
+from kinemesh.synth.elastic import ACTIONS, LEGACY_SHAPES, elastic_sequence
 from kinemesh.synth.flexsim import FlexRun, simulate_flex
 from kinemesh.synth.mjcf import flexcomp_spec, new_spec
 from kinemesh.synth.tetra import build_cage
@@ -76,7 +76,7 @@ def test_gravity_closes_a_released_lid():
 
 
 def test_elastic_drop_is_finite_and_moving():
-    seq = simulate_elastic(
+    seq = elastic_sequence(
         "blob", np.random.default_rng(0), action="drop", duration=0.4, n_frames=8, resolution=4
     ).validate()
     _moving(seq, 0.01)
@@ -86,7 +86,7 @@ def test_elastic_drop_is_finite_and_moving():
 
 @pytest.mark.parametrize("shape,action", [(s, a) for s in LEGACY_SHAPES for a in ACTIONS[s]])  # soft set: test_synth_soft
 def test_every_elastic_shape_and_action_is_finite_and_moving(shape, action):
-    seq = simulate_elastic(
+    seq = elastic_sequence(
         shape, np.random.default_rng(0), action=action, duration=0.3, n_frames=4, resolution=4
     ).validate()
     _moving(seq, 1e-3)
@@ -97,7 +97,7 @@ def test_every_elastic_shape_and_action_is_finite_and_moving(shape, action):
 def test_stiff_soft_body_keeps_its_volume():
     """A stiff (E = 1 MPa), nearly incompressible (nu = 0.45) blob poked on the floor keeps its enclosed
     volume within 3%."""
-    seq = simulate_elastic(
+    seq = elastic_sequence(
         "blob",
         np.random.default_rng(1),
         action="poke",
@@ -113,7 +113,7 @@ def test_stiff_soft_body_keeps_its_volume():
 
 
 def test_pinned_stem_bends_in_wind_but_base_stays():
-    seq = simulate_elastic(
+    seq = elastic_sequence(
         "stem", np.random.default_rng(2), action="wind", young=3e4, duration=0.5, n_frames=6, resolution=5
     )
     base = seq.rest_vertices[:, 2] < seq.rest_vertices[:, 2].min() + 1e-4
@@ -124,7 +124,7 @@ def test_pinned_stem_bends_in_wind_but_base_stays():
 
 @pytest.mark.parametrize("scene", ["flag", "tablecloth", "curtain", "towel"])
 def test_cloth_moves_with_bounded_stretch(scene):
-    seq = simulate_cloth(scene, np.random.default_rng(0), resolution=10, duration=0.5, n_frames=6).validate()
+    seq = cloth_sequence(scene, np.random.default_rng(0), resolution=10, duration=0.5, n_frames=6).validate()
     _moving(seq, 0.02)
     assert max_edge_stretch(seq.rest_vertices, seq.frames, seq.faces) < 0.15
     assert seq.meta["simulation"]["max_edge_stretch"] < 0.15

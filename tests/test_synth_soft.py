@@ -20,7 +20,7 @@ def _cube(side=0.1):
 
 
 def _soft(action, shape="beanbag", mesh=None, young=8e3, duration=0.6, n_frames=8, seed=0, **kw):
-    seq = E.simulate_elastic(shape, np.random.default_rng(seed), action=action, mesh=mesh, young=young,
+    seq = E.elastic_sequence(shape, np.random.default_rng(seed), action=action, mesh=mesh, young=young,
                              duration=duration, n_frames=n_frames, resolution=kw.pop("resolution", 4), **kw)
     seq.validate()
     assert np.isfinite(seq.frames).all()
@@ -117,7 +117,7 @@ def test_soft_set_without_shape_change_is_dropped():
     from kinemesh.errors import KinemeshError
 
     with pytest.raises(KinemeshError, match="too little shape change"):
-        E.simulate_elastic("beanbag", np.random.default_rng(0), action="squash", mesh=_cube(), young=1e7,
+        E.elastic_sequence("beanbag", np.random.default_rng(0), action="squash", mesh=_cube(), young=1e7,
                            duration=0.3, n_frames=4, resolution=3)
 
 
@@ -140,7 +140,7 @@ def test_cloth_pinned_along_an_edge_falls_to_hang():
     """From horizontal, the free edge falls by > 50% of the hanging length; the pinned edge stays."""
     for seed in range(10):
         rng = np.random.default_rng(seed)
-        seq = C.simulate_cloth("hang", rng, resolution=10, duration=1.2, n_frames=8)
+        seq = C.cloth_sequence("hang", rng, resolution=10, duration=1.2, n_frames=8)
         if seq.meta["conditions"]["angle"] == 0.0:
             break
     seq.validate()
@@ -155,7 +155,7 @@ def test_cloth_pinned_along_an_edge_falls_to_hang():
 
 @pytest.mark.parametrize("scene", C.HANGING_SCENES)
 def test_every_hanging_scene_moves_with_bounded_stretch(scene):
-    seq = C.simulate_cloth(scene, np.random.default_rng(1), resolution=8, duration=0.6, n_frames=6).validate()
+    seq = C.cloth_sequence(scene, np.random.default_rng(1), resolution=8, duration=0.6, n_frames=6).validate()
     assert np.isfinite(seq.frames).all()
     assert seq.meta["simulation"]["max_edge_stretch"] < 0.15
     assert seq.meta["measures"]["max_displacement"] > 0.05
@@ -163,7 +163,7 @@ def test_every_hanging_scene_moves_with_bounded_stretch(scene):
 
 
 def test_corners_hang_the_far_side_down():
-    seq = C.simulate_cloth("corners", np.random.default_rng(2), resolution=8, duration=1.0, n_frames=5)
+    seq = C.cloth_sequence("corners", np.random.default_rng(2), resolution=8, duration=1.0, n_frames=5)
     pins = seq.meta["conditions"]["pinned_corners"]
     free = np.setdiff1d(np.arange(len(seq.rest_vertices)), pins)
     assert np.abs(seq.frames[:, pins] - seq.rest_vertices[pins]).max() < 2e-3
@@ -173,7 +173,7 @@ def test_corners_hang_the_far_side_down():
 def test_drape_over_a_table_edge_hangs_the_overhang():
     for seed in range(12):
         rng = np.random.default_rng(seed)
-        seq = C.simulate_cloth("drape", rng, resolution=8, duration=1.0, n_frames=5)
+        seq = C.cloth_sequence("drape", rng, resolution=8, duration=1.0, n_frames=5)
         if seq.meta["conditions"]["variant"] == "table_edge":
             break
     top = seq.meta["conditions"]["table_top"]
@@ -182,13 +182,13 @@ def test_drape_over_a_table_edge_hangs_the_overhang():
 
 
 def test_windblown_laundry_moves_downwind():
-    seq = C.simulate_cloth("windblown", np.random.default_rng(0), resolution=8, duration=0.8, n_frames=5)
+    seq = C.cloth_sequence("windblown", np.random.default_rng(0), resolution=8, duration=0.8, n_frames=5)
     w = np.asarray(seq.meta["conditions"]["wind_direction"]) * [1, 1, 0]  # horizontal: the sheet also sags
     assert ((seq.frames - seq.rest_vertices) @ w).mean(1).max() > 0.02  # it swings back between gusts
 
 
 def test_dropped_cloth_lands_on_the_floor():
-    seq = C.simulate_cloth("dropped", np.random.default_rng(0), resolution=8, duration=1.2, n_frames=4)
+    seq = C.cloth_sequence("dropped", np.random.default_rng(0), resolution=8, duration=1.2, n_frames=4)
     assert seq.rest_vertices[:, 2].min() >= 0.05 - 1e-9
     assert seq.frames[-1, :, 2].max() < 0.05 + 0.2 * np.ptp(seq.rest_vertices[:, 2])
 
@@ -197,11 +197,11 @@ def test_first_data_set_streams_are_unchanged():
     """The soft and hanging sets add categories; the first set's draws stay as they were (old splits stay)."""
     m = E.soft_shape("toy", np.random.default_rng(5))
     assert len(m.vertices) == 1183 and m.bounds[1][2] == pytest.approx(0.267380327, abs=1e-8)
-    seq = E.simulate_elastic("blob", np.random.default_rng(0), duration=0.1, n_frames=2, resolution=3)
+    seq = E.elastic_sequence("blob", np.random.default_rng(0), duration=0.1, n_frames=2, resolution=3)
     assert seq.meta["conditions"]["action"] == "drop"  # values drawn by the code before the soft set existed
     assert seq.meta["material"]["young"] == pytest.approx(171466.875777, rel=1e-9)
     assert set(E.LEGACY_SHAPES) < set(E.SHAPES) and set(C.LEGACY_SCENES) < set(C.SCENES)
-    seq = C.simulate_cloth("towel", np.random.default_rng(0), resolution=6, duration=0.1, n_frames=2)
+    seq = C.cloth_sequence("towel", np.random.default_rng(0), resolution=6, duration=0.1, n_frames=2)
     assert seq.meta["conditions"]["initial"] == "horizontal" and seq.times[-1] == pytest.approx(0.1)
 
 
@@ -212,7 +212,7 @@ def test_every_soft_shape_and_action_changes_shape(shape, action):
     bend) gives a valid sequence that passes the shape-change check (peak strain, local strain or non-rigid
     displacement). Pokes, drops and twists of free bodies often stay too rigid and are dropped by that check
     (their rates: docs/synth.md)."""
-    seq = E.simulate_elastic(shape, np.random.default_rng(0), action=action, duration=0.6, n_frames=6).validate()
+    seq = E.elastic_sequence(shape, np.random.default_rng(0), action=action, duration=0.6, n_frames=6).validate()
     m = seq.meta["measures"]
     assert np.isfinite(seq.frames).all() and seq.meta["simulation"]["max_inverted_fraction"] <= 0.005
     assert (m["peak_strain"] >= E.MIN_SOFT_STRAIN or m["peak_local_strain"] >= E.MIN_SOFT_LOCAL_STRAIN

@@ -83,18 +83,18 @@ def _door_gt(seed: int, n_frames: int, duration: float = 1.2):
 
 
 def _beam_gt(seed: int, n_frames: int):
-    from kinemesh.synth.elastic import simulate_elastic
+    from kinemesh.synth.elastic import elastic_sequence
 
-    seq = simulate_elastic("beam", np.random.default_rng(seed), action="poke", n_frames=n_frames, duration=1.2)
+    seq = elastic_sequence("beam", np.random.default_rng(seed), action="poke", n_frames=n_frames, duration=1.2)
     seq.meta["conditions"]["scenario"] = "beam"
     seq.meta["conditions"]["seed"] = seed
     return seq
 
 
 def _cloth_gt(seed: int, n_frames: int):
-    from kinemesh.synth.cloth import simulate_cloth
+    from kinemesh.synth.cloth import cloth_sequence
 
-    seq = simulate_cloth("towel", np.random.default_rng(seed), n_frames=n_frames, duration=1.2)
+    seq = cloth_sequence("towel", np.random.default_rng(seed), n_frames=n_frames, duration=1.2)
     seq.meta["conditions"]["scenario"] = "cloth"
     seq.meta["conditions"]["seed"] = seed
     return seq

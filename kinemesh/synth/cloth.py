@@ -84,7 +84,7 @@ def max_edge_stretch(rest: np.ndarray, frames: np.ndarray, faces: np.ndarray) ->
     return float(edge_ratios(rest, frames, faces).max() - 1.0)
 
 
-def simulate_cloth(
+def cloth_sequence(
     scene: str,
     rng: np.random.Generator,
     resolution: int | None = None,

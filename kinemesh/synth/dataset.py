@@ -135,14 +135,14 @@ def run_item(args) -> dict:
             if write_assets:
                 _write_assets(obj, out / "assets" / cat / iid)
         elif kind == "elastic":
-            from kinemesh.synth.elastic import simulate_elastic
+            from kinemesh.synth.elastic import elastic_sequence
 
             mesh = _user_mesh(user_meshes[cat]) if cat in user_meshes else None
-            seqs = [simulate_elastic(cat, rng, n_frames=dyn_frames, mesh=mesh)]
+            seqs = [elastic_sequence(cat, rng, n_frames=dyn_frames, mesh=mesh)]
         else:
-            from kinemesh.synth.cloth import simulate_cloth
+            from kinemesh.synth.cloth import cloth_sequence
 
-            seqs = [simulate_cloth(cat, rng, n_frames=dyn_frames)]
+            seqs = [cloth_sequence(cat, rng, n_frames=dyn_frames)]
         from kinemesh.geometry.validity import motion_extent, moves
 
         for seq in seqs:  # a sequence that does not move teaches nothing: the item is dropped

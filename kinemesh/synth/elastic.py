@@ -153,7 +153,7 @@ def soft_shape(name: str, rng: np.random.Generator) -> trimesh.Trimesh:
     return m
 
 
-def simulate_elastic(
+def elastic_sequence(
     shape: str,
     rng: np.random.Generator,
     action: str | None = None,

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
+
+from kinemesh.errors import KinemeshError
+
+log = logging.getLogger(__name__)
 
 
 def preview_meshes(kinds=("articulated", "elastic", "cloth"), seed: int = 0) -> list[tuple]:
@@ -25,23 +31,29 @@ def preview_meshes(kinds=("articulated", "elastic", "cloth"), seed: int = 0) -> 
             v2, _, _ = obj.merged(vals)
             tiles += [(v, f, pid, f"{cat} rest"), (v2, f, pid, f"{cat} moved")]
     if "elastic" in kinds:
-        from kinemesh.synth.elastic import ACTIONS, simulate_elastic
+        from kinemesh.synth.elastic import ACTIONS, elastic_sequence
 
         for cat in all_categories("elastic"):
-            rng = item_rng(seed, "elastic", cat, 0)
-            act = ACTIONS[cat][-1] if cat in ("beam", "stem") else ACTIONS[cat][0]
-            seq = simulate_elastic(cat, rng, action=act, n_frames=12)
+            first = ACTIONS[cat][-1] if cat in ("beam", "stem") else ACTIONS[cat][0]
+            for act in [first] + [a for a in ACTIONS[cat] if a != first]:  # a run can be dropped (too little change)
+                try:
+                    seq = elastic_sequence(cat, item_rng(seed, "elastic", cat, 0), action=act, n_frames=12)
+                    break
+                except KinemeshError as exc:
+                    log.warning("preview %s/%s: %s", cat, act, exc)
+            else:
+                continue
             k = _most_deformed(seq)
             tiles += [
                 (seq.rest_vertices, seq.faces, None, f"{cat} rest"),
                 (seq.frames[k], seq.faces, None, f"{cat} {act} t={seq.times[k]:.2f}s"),
             ]
     if "cloth" in kinds:
-        from kinemesh.synth.cloth import simulate_cloth
+        from kinemesh.synth.cloth import cloth_sequence
 
         for cat in all_categories("cloth"):
             rng = item_rng(seed, "cloth", cat, 0)
-            seq = simulate_cloth(cat, rng, n_frames=12)
+            seq = cloth_sequence(cat, rng, n_frames=12)
             tiles += [
                 (seq.rest_vertices, seq.faces, None, f"{cat} rest"),
                 (seq.frames[-1], seq.faces, None, f"{cat} t={seq.times[-1]:.2f}s"),
