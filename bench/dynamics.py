@@ -1,112 +1,245 @@
-"""Speed of the latent dynamics: time per frame vs vertex count and k_q, and latent vs MuJoCo full-order flex.
+"""Speed of the latent dynamics, side by side in one run: MuJoCo full order vs kinemesh on the same soft beam,
+a real articulated object at its own size and subdivided to 10k / 100k vertices, 1M vertices (peak memory),
+and a batch of objects on the GPU when CUDA is present.
 
-    python bench/dynamics.py [--checkpoint DIR] [--frames 120] [--vertices 1000,10000,50000] [--kq 4,8,16]
+    python bench/dynamics.py [--checkpoint DIR] [--frames 120] [--sizes 10000,100000] [--million 1000000]
+                             [--real ../shared/real_objects/kitchenmodels__7236] [--threads 1]
 
-Prints a markdown table; the side-by-side run simulates the same soft object (a beam) with MuJoCo flexcomp
-(full order, tetrahedral cage, integrator "discrete") and with kinemesh (latent, k_q coordinates) for the
-same number of output frames at the same frame rate. Uses the default checkpoint unless --checkpoint is given
-(an untrained network of the same architecture with --untrained: same cost, meaningless motion).
+Prints markdown tables. Every kinemesh time includes binding the mesh to the model and the active-subspace
+reduction (``reduced_decoder``), the set-up (rest state, boundary conditions), the integration and decoding
+all output frames. The 1M-vertex row runs in a subprocess and reports its peak resident memory
+(``resource.getrusage``). The machine is shared: the load average is printed with the results.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-
-def sphere_mesh(n_vertices: int):
-    """A soft ball with about ``n_vertices`` vertices (icosphere subdivided, then decimated/padded)."""
-    import trimesh
-
-    sub = 1
-    while 10 * 4 ** sub + 2 < n_vertices:
-        sub += 1
-    m = trimesh.creation.icosphere(subdivisions=sub, radius=0.15)
-    m.apply_translation((0, 0, 0.15))
-    if len(m.vertices) > 1.3 * n_vertices:
-        m = m.simplify_quadric_decimation(face_count=2 * n_vertices)
-    return np.asarray(m.vertices), np.asarray(m.faces)
+ROOT = Path(__file__).resolve().parents[1]
+REAL = ROOT.parent / "shared" / "real_objects" / "kitchenmodels__7236"  # the microwave (PartNet-Mobility, test)
 
 
-def time_latent(model, vertices, faces, k_q: int, frames: int, fps: float, points: int, poke: bool = True):
-    from kinemesh.dynamics.scene import SimulationSpec, simulate_mesh
+def subdivide_to(vertices, faces, parts, n_target: int):
+    """Midpoint-subdivide the largest faces of every part (the shape does not change) until the mesh has at
+    least ``n_target`` vertices: (vertices, faces, part ids)."""
+    import trimesh.remesh
+
+    out_v, out_f, out_p, off = [], [], [], 0
+    for pid in np.unique(parts):
+        idx = np.nonzero(parts == pid)[0]
+        remap = np.full(len(vertices), -1)
+        remap[idx] = np.arange(len(idx))
+        fm = np.all(remap[faces] >= 0, axis=1)
+        v, f = vertices[idx], remap[faces[fm]]
+        goal = int(np.ceil(n_target * len(idx) / len(vertices)))
+        while len(v) < goal and len(f):
+            tri = v[f]
+            area = np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
+            m = min(len(f), int(np.ceil((goal - len(v)) / 1.5)))
+            v, f = trimesh.remesh.subdivide(v, f, face_index=np.argsort(-area)[:m])
+        out_v.append(v)
+        out_f.append(f + off)
+        out_p.append(np.full(len(v), pid))
+        off += len(v)
+    return np.concatenate(out_v), np.concatenate(out_f), np.concatenate(out_p)
+
+
+def load_real(folder: Path):
+    """(vertices, faces, part ids, movable part id) of a PartNet-Mobility folder."""
+    from kinemesh.data.partnet import load_articulated
+
+    obj = load_articulated(folder)
+    v, f, parts = obj.merged()
+    child = obj.movable_joints[0].child
+    moving = next(i for i, p in enumerate(obj.parts) if p.name == child)
+    return v.astype(np.float64), f.astype(np.int64), parts, moving
+
+
+def time_kinemesh(model, vertices, faces, spec, part_ids=None, k_q: int = 8, points: int = 1024) -> dict:
+    """Bind + reduce + simulate + decode; seconds of each stage."""
+    from kinemesh.dynamics.scene import simulate_mesh
     from kinemesh.reduce import ReductionConfig, bind
 
     t0 = time.perf_counter()
-    dec = bind(vertices, faces, model, kind="elastic", reduction=ReductionConfig(k_q=k_q), n_points=points).decoder
+    dec = bind(vertices, faces, model, kind=spec.kind, part_ids=part_ids, reduction=ReductionConfig(k_q=k_q),
+               n_points=points).decoder
     t1 = time.perf_counter()
-    spec = SimulationSpec(kind="elastic", frames=frames, fps=fps, poke_vertex=int(np.argmax(vertices[:, 2])),
-                          impulse=(0.0, 1.0, 0.0), poke_speed=0.8)
-    res = simulate_mesh(dec, vertices, faces, spec, progress=False)
+    res = simulate_mesh(dec, vertices, faces, spec, part_ids=part_ids, progress=False)
     t2 = time.perf_counter()
-    return {"reduce_s": t1 - t0, "setup_s": res.info["setup_s"], "simulate_s": res.info["simulate_s"],
-            "decode_s": res.info["decode_s"], "total_s": t2 - t0, "substeps": res.info["substeps_final"]}
+    return {"vertices": len(vertices), "bind_reduce_s": t1 - t0, "setup_s": res.info["setup_s"],
+            "simulate_s": res.info["simulate_s"], "decode_s": res.info["decode_s"], "total_s": t2 - t0,
+            "substeps": res.info["substeps_final"], "frames": res.sequence.frames}
 
 
-def time_mujoco_beam(frames: int, fps: float, seed: int = 0, resolution: int = 8):
-    """MuJoCo full-order flex simulation of a soft beam (synth.elastic, poke) for the same frames/fps;
-    ``resolution`` sets the tetrahedral cage (cells along the longest side)."""
-    from kinemesh.synth.elastic import elastic_sequence
+def poke_spec(vertices, parts, moving: int, frames: int, fps: float):
+    """Poke the movable part's vertex farthest from the object's centre outwards (0.5 m/s), under gravity."""
+    from kinemesh.dynamics.scene import SimulationSpec
+
+    c = 0.5 * (vertices.min(0) + vertices.max(0))
+    ids = np.nonzero(parts == moving)[0]
+    vid = int(ids[np.argmax(np.linalg.norm(vertices[ids] - c, axis=1))])
+    out = vertices[vid] - c
+    out[2] = 0.0
+    return SimulationSpec(kind="articulated", frames=frames, fps=fps, gravity=True, poke_vertex=vid,
+                          impulse=tuple(out / max(np.linalg.norm(out), 1e-9)), poke_speed=0.5)
+
+
+def time_or_fail(*a, **kw) -> dict:
+    """``time_kinemesh``, or a row saying why the simulation stopped (SimulationDivergedError)."""
+    from kinemesh.errors import SimulationDivergedError
 
     t0 = time.perf_counter()
-    seq = elastic_sequence("beam", np.random.default_rng(seed), action="poke", n_frames=frames,
-                           duration=frames / fps, resolution=resolution)
-    return time.perf_counter() - t0, seq
+    try:
+        return time_kinemesh(*a, **kw)
+    except SimulationDivergedError as exc:
+        return {"vertices": len(a[1]), "failed": f"diverged after {time.perf_counter() - t0:.0f} s ({exc})"}
+
+
+def million_child(args) -> int:
+    """Subprocess: the microwave (or a sphere) subdivided to ``--million`` vertices, 120 frames; prints JSON."""
+    import resource
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    model = _model(args)
+    if args.real.is_dir():
+        v, f, parts, moving = load_real(args.real)
+        v, f, parts = subdivide_to(v, f, parts, args.million)
+        spec = poke_spec(v, parts, moving, args.frames, args.fps)
+    else:
+        import trimesh
+
+        from kinemesh.dynamics.scene import SimulationSpec
+
+        m = trimesh.creation.icosphere(subdivisions=9, radius=0.15)
+        v, f, parts = np.asarray(m.vertices), np.asarray(m.faces), None
+        spec = SimulationSpec(kind="elastic", frames=args.frames, fps=args.fps, poke_vertex=int(np.argmax(v[:, 2])),
+                              impulse=(0.0, 1.0, 0.0), poke_speed=0.8)
+    r = time_or_fail(model, v, f, spec, part_ids=parts)
+    r.pop("frames", None)
+    r["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2  # kB on Linux
+    print("RESULT " + json.dumps(r))
+    return 0
+
+
+def _model(args):
+    import torch
+
+    from kinemesh.model import load_model
+
+    return load_model(args.checkpoint).to(dtype=torch.float64)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--checkpoint", default=None)
-    ap.add_argument("--untrained", action="store_true", help="use an untrained network (timing only)")
     ap.add_argument("--frames", type=int, default=120)
     ap.add_argument("--fps", type=float, default=30.0)
-    ap.add_argument("--vertices", default="1000,10000,50000")
-    ap.add_argument("--kq", default="4,8,16")
-    ap.add_argument("--points", type=int, default=1024)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--only-side-by-side", action="store_true", help="skip the vertex / k_q sweep")
-    ap.add_argument("--resolutions", default="8,16", help="MuJoCo cage resolutions of the side-by-side run")
+    ap.add_argument("--points", type=int, default=1024, help="mass points of kinemesh (default 1024)")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--resolution", type=int, default=8, help="MuJoCo tetrahedral cage resolution (default 8)")
+    ap.add_argument("--real", type=Path, default=REAL, help="PartNet-Mobility folder of the articulated rows")
+    ap.add_argument("--sizes", default="10000,100000", help="subdivided vertex counts of the real object")
+    ap.add_argument("--million", type=int, default=1_000_000, help="vertices of the peak-memory row (0 = skip)")
+    ap.add_argument("--gpu-batch", type=int, default=16, help="objects decoded at once in the GPU row")
+    ap.add_argument("--child-million", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.child_million:
+        return million_child(args)
 
     import torch
 
     torch.set_num_threads(args.threads)
-    from kinemesh.model import load_model, untrained_model
-
-    model = (untrained_model() if args.untrained else load_model(args.checkpoint)).to(dtype=torch.float64)
+    model = _model(args)
     print(f"# kinemesh dynamics benchmark\n\nmachine: {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} CPU cores visible, torch threads {args.threads}, no GPU; python {sys.version.split()[0]}; "
-          f"{args.frames} frames at {args.fps:g} fps, {args.points} mass points, implicit midpoint, 2 substeps/frame\n")
-    if not args.only_side_by_side:
-        print("| vertices | k_q | reduce (s) | set-up (s) | simulate (s) | decode (s) | total (s) | ms / frame (sim+decode) |")
-        print("|---|---|---|---|---|---|---|---|")
-    kqs = [int(k) for k in args.kq.split(",") if k]
-    for nv in [] if args.only_side_by_side else [int(v) for v in args.vertices.split(",") if v]:
-        v, f = sphere_mesh(nv)
-        for k in kqs if nv == 10000 else [8]:
-            r = time_latent(model, v, f, k, args.frames, args.fps, args.points)
-            per = (r["simulate_s"] + r["decode_s"]) / args.frames * 1e3
-            print(f"| {len(v)} | {k} | {r['reduce_s']:.1f} | {r['setup_s']:.1f} | {r['simulate_s']:.1f} | "
-                  f"{r['decode_s']:.1f} | {r['total_s']:.1f} | {per:.0f} |", flush=True)
-    # side by side: the same soft beam, same frames and frame rate
-    runs = [(res,) + time_mujoco_beam(args.frames, args.fps, resolution=res)
-            for res in [int(r) for r in args.resolutions.split(",") if r]]
-    seq = runs[0][2]
-    r = time_latent(model, seq.rest_vertices.astype(np.float64), seq.faces, 8, args.frames, args.fps, args.points)
-    lat = r["total_s"]
-    print(f"\nside by side, the same soft beam ({seq.rest_vertices.shape[0]} surface vertices, poke), "
-          f"{args.frames} frames at {args.fps:g} fps:\n")
-    print("| simulator | degrees of freedom | wall time (s) | time / kinemesh |\n|---|---|---|---|")
-    for res, t_mj, sq in runs:
-        sim = sq.meta["simulation"]
-        print(f"| MuJoCo flexcomp, full order (cage resolution {res}, step {sim['timestep']} s) | "
-              f"{3 * sim['tet_nodes']} ({sim['tet_nodes']} nodes, {sim['tets']} tets) | {t_mj:.1f} | {t_mj / lat:.2f} |")
-    print(f"| kinemesh latent (k_q=8, incl. reduction and decoding) | 8 | {lat:.1f} | 1.00 |")
+          f"{os.cpu_count()} CPU cores visible, torch threads {args.threads}, "
+          f"{'CUDA ' + torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU'}; "
+          f"python {sys.version.split()[0]}; {args.frames} frames at {args.fps:g} fps, {args.points} mass points, "
+          f"k_q = 8, implicit midpoint; load average at start {os.getloadavg()[0]:.1f}\n", flush=True)
+
+    # 1. side by side: the same soft beam, same frames and frame rate
+    from kinemesh.dynamics.scene import SimulationSpec
+    from kinemesh.synth.elastic import simulate_elastic
+
+    t0 = time.perf_counter()
+    seq = simulate_elastic("beam", np.random.default_rng(0), action="poke", n_frames=args.frames,
+                           duration=args.frames / args.fps, resolution=args.resolution)
+    t_mj = time.perf_counter() - t0
+    sim = seq.meta["simulation"]
+    v = seq.rest_vertices.astype(np.float64)
+    spec = SimulationSpec(kind="elastic", frames=args.frames, fps=args.fps, poke_vertex=int(np.argmax(v[:, 2])),
+                          impulse=(0.0, 1.0, 0.0), poke_speed=0.8)
+    r = time_kinemesh(model, v, seq.faces.astype(np.int64), spec, points=args.points)
+    step = r["simulate_s"] + r["decode_s"]
+    print(f"## Side by side: soft beam, poke ({len(v)} surface vertices), {args.frames} frames\n")
+    print("| simulator | degrees of freedom | wall time (s) | speed-up vs MuJoCo |\n|---|---|---|---|")
+    print(f"| MuJoCo flexcomp, full order (cage resolution {args.resolution}, step {sim['timestep']} s) | "
+          f"{3 * sim['tet_nodes']} ({sim['tet_nodes']} nodes) | {t_mj:.2f} | 1.00 |")
+    print(f"| kinemesh latent, total (bind + reduce + set-up + simulate + decode) | 8 + 6 rigid | "
+          f"{r['total_s']:.2f} | {t_mj / r['total_s']:.2f} |")
+    print(f"| kinemesh latent, simulate + decode | 8 + 6 rigid | {step:.2f} | {t_mj / step:.2f} |\n", flush=True)
+
+    # 2. a real articulated object at its own size and subdivided
+    rows = []
+    if args.real.is_dir():
+        v0, f0, p0, moving = load_real(args.real)
+        meshes = [(v0, f0, p0)] + [subdivide_to(v0, f0, p0, int(n)) for n in args.sizes.split(",") if n]
+        for v, f, p in meshes:
+            spec = poke_spec(v, p, moving, args.frames, args.fps)
+            rows.append(time_or_fail(model, v, f, spec, part_ids=p, points=args.points))
+    else:
+        print(f"(real object {args.real} not found: articulated rows skipped)\n")
+    if args.million:
+        out = subprocess.run([sys.executable, __file__, "--child-million", "--million", str(args.million),
+                              "--frames", str(args.frames), "--fps", str(args.fps), "--threads", str(args.threads),
+                              "--real", str(args.real)] + (["--checkpoint", args.checkpoint] if args.checkpoint else []),
+                             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
+        if out.returncode or not line:
+            print(f"1M-vertex run failed (exit {out.returncode}): {out.stderr.strip().splitlines()[-1:]}\n")
+        else:
+            rows.append(json.loads(line[0][7:]))
+    if rows:
+        print(f"## Real articulated object ({args.real.name}: the door poked outwards at 0.5 m/s under gravity), "
+              f"{args.frames} frames\n")
+        print("| vertices | bind + reduce (s) | set-up (s) | simulate (s) | decode (s) | total (s) | peak RSS (GB) |")
+        print("|---|---|---|---|---|---|---|")
+        for r in rows:
+            if "failed" in r:
+                print(f"| {r['vertices']} | {r['failed']} |  |  |  |  |  |")
+                continue
+            rss = f"{r['peak_rss_gb']:.2f}" if "peak_rss_gb" in r else "-"
+            print(f"| {r['vertices']} | {r['bind_reduce_s']:.2f} | {r['setup_s']:.2f} | {r['simulate_s']:.2f} | "
+                  f"{r['decode_s']:.2f} | {r['total_s']:.2f} | {rss} |")
+        print()
+
+    # 3. GPU: a batch of objects decoded at once (only when CUDA is present)
+    if torch.cuda.is_available():
+        from kinemesh.commands.simulate import reduced_decoder
+
+        gpu = model.to(device="cuda")
+        dec = reduced_decoder(gpu, v0 if args.real.is_dir() else v, f0 if args.real.is_dir() else seq.faces,
+                              k_q=8, n_points=args.points)
+        q = torch.randn(args.gpu_batch * args.frames, 8, dtype=torch.float64, device="cuda")
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            for i in range(0, len(q), args.gpu_batch):
+                dec.vertices(q[i:i + args.gpu_batch])
+        torch.cuda.synchronize()
+        dt = time.perf_counter() - t0
+        print(f"GPU: {args.gpu_batch} states x {args.frames} frames decoded in {dt:.2f} s\n")
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
     return 0
 
 

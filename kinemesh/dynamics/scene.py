@@ -379,23 +379,25 @@ class SimulationResult:
 
 
 def decode_vertices(decoder, q: np.ndarray, chunk: int = 8, rest_offset: np.ndarray | None = None) -> np.ndarray:
-    """Vertices (T, N, 3) float32 of states q (T, k), decoded in chunks without gradients.
+    """Vertices (T, N, 3) float32 of states q (T, k), decoded ``chunk`` frames at a time without gradients
+    into one preallocated array (the decoder blocks the vertices itself), so the peak memory is the output
+    plus one chunk.
 
     ``rest_offset`` (N, 3) is added to every frame (see ``run``'s rest correction).
     """
     dt = decoder.mu_cond.dtype
-    out = []
+    frames = np.empty((len(q), int(decoder.rest_vertices.shape[0]), 3), dtype=np.float32)
+    offset = None if rest_offset is None else torch.as_tensor(rest_offset)
     with torch.no_grad():
         for i in range(0, len(q), chunk):
             qi = torch.as_tensor(np.asarray(q[i:i + chunk]), dtype=dt)
-            if rest_offset is not None and isinstance(decoder, FloatingDecoder):  # the offset turns with the body
-                v = decoder.vertices(qi, body_offset=torch.as_tensor(rest_offset)).double().numpy()
+            if offset is not None and isinstance(decoder, FloatingDecoder):  # the offset turns with the body
+                v = decoder.vertices(qi, body_offset=offset)
             else:
-                v = decoder.vertices(qi).double().numpy()
-                if rest_offset is not None:
-                    v = v + rest_offset
-            out.append(v.astype(np.float32))
-    frames = np.concatenate(out)
+                v = decoder.vertices(qi)
+                if offset is not None:
+                    v = v + offset.to(v)
+            frames[i:i + len(qi)] = v.numpy()
     if not np.isfinite(frames).all():
         from kinemesh.errors import SimulationDivergedError
 

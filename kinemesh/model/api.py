@@ -23,7 +23,7 @@ from kinemesh.geometry.transfer import knn_weights, to_vertices
 from kinemesh.model.checkpoint import (DEFAULT_CHECKPOINT, load_calibration, load_weights, read_config,
                                        save_calibration, save_weights)
 from kinemesh.model.config import Config, preset
-from kinemesh.model.network import KinematicVAE, skin_blend
+from kinemesh.model.network import KinematicVAE, skin_points
 
 
 def mesh_arrays(mesh) -> tuple[np.ndarray, np.ndarray]:
@@ -59,7 +59,10 @@ class NeuralInstanceDecoder:
     faces : (M, 3) int64 numpy faces.
     face_ids, bary : (P,), (P, 3) where each sampled point lies on the rest mesh.
     center, scale : the normalisation (normalised = (x - center) * scale).
+    vertex_chunk : vertices decoded per block by ``vertices`` (bounds the memory of large meshes).
     """
+
+    vertex_chunk = 65536
 
     def __init__(self, net: KinematicVAE, vertices: np.ndarray, faces: np.ndarray, n_points: int = 2048,
                  seed: int = 0, k: int = 8, part_ids: np.ndarray | None = None,
@@ -115,8 +118,13 @@ class NeuralInstanceDecoder:
                 w = net.decoder.skin_weights(self._qn[None], self._h, labels).to(self.dtype)  # (1, P, K)
                 self._weights = w
                 self._pivots = net.decoder.pivots(self._qn[None], w).to(self.dtype)  # (1, K, 3)
-                wv = to_vertices(w[0], self.knn_idx, self.knn_w)
+                wv = torch.cat([to_vertices(w[0], self.knn_idx[s], self.knn_w[s]) for s in self._chunks()])
                 self._vertex_weights = (wv / wv.sum(-1, keepdim=True))[None]  # (1, N, K)
+                # per-instance quantities of every evaluation, computed once: the largest-weight token of each
+                # point / vertex (hemisphere pivot of the blend) and the z-independent token input
+                self._pivot = w[0].argmax(-1)
+                self._vertex_pivot = self._vertex_weights[0].argmax(-1)
+            self._cond = net.decoder.token_condition(self._h).to(self.dtype)
 
     @property
     def latent_dim(self) -> int:
@@ -169,16 +177,21 @@ class NeuralInstanceDecoder:
             raise ConfigError(f"z has last dimension {z.shape[-1]}, expected latent_dim {self.latent_dim}")
         return z.reshape(-1, self.latent_dim).to(self.dtype), z.shape[:-1]
 
+    def _chunks(self) -> list[slice]:
+        """Slices of ``vertex_chunk`` vertices covering the mesh."""
+        n, c = len(self.knn_idx), max(1, int(self.vertex_chunk))
+        return [slice(i, min(i + c, n)) for i in range(0, n, c)]
+
     def _token_dq(self, zf: torch.Tensor) -> torch.Tensor:
         B = zf.shape[0]
         dec = self.net.decoder
-        tokens = dec.latent_tokens(zf, self._h.expand(B, -1, -1))
+        tokens = dec.latent_tokens(zf, self._h.expand(B, -1, -1), self._cond)
         return dec.token_transforms(tokens, self._pivots.expand(B, -1, -1), zf).to(self.dtype)
 
     def _point_out(self, zf: torch.Tensor) -> torch.Tensor:
         B = zf.shape[0]
         dec = self.net.decoder
-        tokens = dec.latent_tokens(zf, self._h.expand(B, -1, -1))
+        tokens = dec.latent_tokens(zf, self._h.expand(B, -1, -1), self._cond)
         feats = dec.query_features(self._qn.expand(B, -1, -1), tokens)
         return dec.point_transforms(feats, self._qn.expand(B, -1, -1)).to(self.dtype)
 
@@ -186,8 +199,7 @@ class NeuralInstanceDecoder:
         """Deformed sample points: z (..., D) -> (..., P, 3) metres."""
         zf, batch = self._flat(z)
         if self.cfg.head == "dq_skinning":
-            dq = skin_blend(self._token_dq(zf), self._weights)  # (B, P, 8)
-            xn = dualquat.apply(dq, self._qn)
+            xn = skin_points(self._token_dq(zf), self._weights, self._qn, self._pivot)
         elif self.cfg.head == "per_point_dq":
             xn = dualquat.apply(self._point_out(zf), self._qn)
         else:
@@ -198,19 +210,24 @@ class NeuralInstanceDecoder:
         """Deformed mesh vertices: z (..., D) -> (..., N, 3) metres.
 
         Vertices take the k-nearest-point average (same connected component) of the points' skinning
-        weights / dual quaternions / displacements, so a rigid part's vertices move rigidly.
+        weights / dual quaternions / displacements, so a rigid part's vertices move rigidly. They are decoded
+        in blocks of ``vertex_chunk`` (the network runs once; only the per-vertex blend is blocked), so the
+        intermediates stay bounded for million-vertex meshes.
         """
         zf, batch = self._flat(z)
         if self.cfg.head == "dq_skinning":
-            dq = skin_blend(self._token_dq(zf), self._vertex_weights)  # (B, N, 8)
-            xn = dualquat.apply(dq, self._vn)
+            dq = self._token_dq(zf)
+            out = [skin_points(dq, self._vertex_weights[:, s], self._vn[s], self._vertex_pivot[s])
+                   for s in self._chunks()]
         elif self.cfg.head == "per_point_dq":
             dq = self._point_out(zf)
             dq = dq * torch.where(dq[..., :1] < 0, -1.0, 1.0).to(dq.dtype)  # one hemisphere before averaging
-            xn = dualquat.apply(dualquat.normalize(to_vertices(dq, self.knn_idx, self.knn_w)), self._vn)
+            out = [dualquat.apply(dualquat.normalize(to_vertices(dq, self.knn_idx[s], self.knn_w[s])), self._vn[s])
+                   for s in self._chunks()]
         else:
-            xn = self._vn + to_vertices(self._point_out(zf), self.knn_idx, self.knn_w)
-        return self._to_metres(xn).reshape(*batch, -1, 3)
+            d = self._point_out(zf)
+            out = [self._vn[s] + to_vertices(d, self.knn_idx[s], self.knn_w[s]) for s in self._chunks()]
+        return self._to_metres(torch.cat(out, -2)).reshape(*batch, -1, 3)
 
 
 class KinematicModel:

@@ -200,14 +200,22 @@ class Decoder(nn.Module):
         nn.init.zeros_(last.bias)
 
     # ------------------------------------------------------------------ pieces
-    def latent_tokens(self, z: torch.Tensor, h_cond: torch.Tensor) -> torch.Tensor:
-        """z (B, D), h_cond (B, K, W) -> decoded token features (B, K, W)."""
+    def latent_tokens(self, z: torch.Tensor, h_cond: torch.Tensor, cond: torch.Tensor | None = None) -> torch.Tensor:
+        """z (B, D), h_cond (B, K, W) -> decoded token features (B, K, W).
+
+        ``cond`` (1 or B, K, W): ``token_condition(h_cond)`` computed once per instance (skips two layers)."""
         B = z.shape[0]
-        x = self.z_proj(z.reshape(B, self.cfg.n_tokens, self.cfg.token_dim)) + self.cond_proj(h_cond)
-        x = x + self.token_pos.to(x.dtype)
+        if cond is None:
+            cond = self.token_condition(h_cond)
+        x = self.z_proj(z.reshape(B, self.cfg.n_tokens, self.cfg.token_dim)) + cond
         for b in self.blocks:
             x = b(x)
         return self.norm(x)
+
+    def token_condition(self, h_cond: torch.Tensor) -> torch.Tensor:
+        """The z-independent part of the token input: cond_proj(h_cond) + token_pos, (B, K, W)."""
+        x = self.cond_proj(h_cond)
+        return x + self.token_pos.to(x.dtype)
 
     def query_features(self, query: torch.Tensor, ctx: torch.Tensor) -> torch.Tensor:
         """query (B, P, 3) attends to ctx (B, K, W) -> (B, P, W)."""
@@ -305,21 +313,50 @@ class Decoder(nn.Module):
             return dualquat.apply(out, q32)
 
 
-def skin_blend(dq: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+def _blend_raw(dq: torch.Tensor, weights: torch.Tensor, pivot: torch.Tensor | None = None) -> torch.Tensor:
+    """Unnormalised blend sum_k s_pk w_pk dq_k (B, P, 8) with the hemisphere signs s of ``skin_blend``.
+
+    ``pivot`` (P,) int: the largest-weight token of every point (argmax of ``weights``, shape-only, so it can
+    be cached at bind time). When all K real parts lie in one hemisphere (the usual case) no sign is flipped
+    and the blend is a single broadcast matmul."""
+    B = dq.shape[0]
+    with torch.no_grad():
+        dots = dq[..., :4] @ dq[..., :4].transpose(1, 2)  # (B, K, K) real-part dot products
+        same = bool((dots >= 0).all())
+    if same:
+        return weights @ dq
+    w = weights.expand(B, -1, -1)
+    with torch.no_grad():
+        piv = w.argmax(-1) if pivot is None else pivot.expand(B, -1)  # (B, P)
+        sign = torch.where(torch.gather(dots, 1, piv[..., None].expand(-1, -1, dq.shape[1])) < 0, -1.0, 1.0)
+    return (w * sign.to(w.dtype)) @ dq
+
+
+def skin_blend(dq: torch.Tensor, weights: torch.Tensor, pivot: torch.Tensor | None = None) -> torch.Tensor:
     """Dual-quaternion blending of K shared transforms for many points, as one matmul.
 
     dq (B, K, 8) token transforms, weights (B or 1, P, K) -> unit DQs (B, P, 8). Equals
     ``kinemesh.geometry.dualquat.blend(dq[:, None], weights)``: each transform is sign-flipped to the
     hemisphere of the point's largest-weight transform (the flips are piecewise constant in z, so they carry
     no derivative), then weights @ dq, then normalisation. Avoids the (B, P, K, 8) intermediate.
+    ``pivot`` (P,): cached argmax of ``weights`` (see ``_blend_raw``).
     """
-    B = dq.shape[0]
-    w = weights.expand(B, -1, -1)
-    with torch.no_grad():
-        dots = dq[..., :4] @ dq[..., :4].transpose(1, 2)  # (B, K, K) real-part dot products
-        pivot = w.argmax(-1)  # (B, P)
-        sign = torch.where(torch.gather(dots, 1, pivot[..., None].expand(-1, -1, dq.shape[1])) < 0, -1.0, 1.0)
-    return dualquat.normalize((w * sign.to(w.dtype)) @ dq)
+    return dualquat.normalize(_blend_raw(dq, weights, pivot))
+
+
+def skin_points(dq: torch.Tensor, weights: torch.Tensor, points: torch.Tensor,
+                pivot: torch.Tensor | None = None) -> torch.Tensor:
+    """Points (P, 3) moved by the blended transforms: (B, P, 3), equal to
+    ``dq_apply(skin_blend(dq, weights), points)`` in fewer operations.
+
+    With the unnormalised blend b = (r, d) (Kavan et al. 2008, DLB), x = (r p r* + 2 vec(d r*)) / |r|^2:
+    the normalisation is one division (the part of d along r only changes the scalar part of d r*)."""
+    b = _blend_raw(dq, weights, pivot)
+    w, v, dw, dv = b[..., :1], b[..., 1:4], b[..., 4:5], b[..., 5:]
+    vp = torch.cross(v, points.expand_as(v), dim=-1)
+    num = ((w * w - (v * v).sum(-1, keepdim=True)) * points + 2.0 * (v * points).sum(-1, keepdim=True) * v
+           + 2.0 * w * vp + 2.0 * (w * dv - dw * v + torch.cross(v, dv, dim=-1)))
+    return num / (w * w + (v * v).sum(-1, keepdim=True))
 
 
 class KinematicVAE(nn.Module):
