@@ -151,6 +151,7 @@ def main(argv=None) -> int:
     ap.add_argument("--real", type=Path, default=REAL, help="PartNet-Mobility folder of the articulated rows")
     ap.add_argument("--sizes", default="10000,100000", help="subdivided vertex counts of the real object")
     ap.add_argument("--million", type=int, default=1_000_000, help="vertices of the peak-memory row (0 = skip)")
+    ap.add_argument("--repeat", type=int, default=2, help="interleaved MuJoCo / kinemesh beam runs (best of)")
     ap.add_argument("--gpu-batch", type=int, default=16, help="objects decoded at once in the GPU row")
     ap.add_argument("--child-million", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -171,17 +172,22 @@ def main(argv=None) -> int:
     from kinemesh.dynamics.scene import SimulationSpec
     from kinemesh.synth.elastic import simulate_elastic
 
-    t0 = time.perf_counter()
-    seq = simulate_elastic("beam", np.random.default_rng(0), action="poke", n_frames=args.frames,
-                           duration=args.frames / args.fps, resolution=args.resolution)
-    t_mj = time.perf_counter() - t0
+    # interleaved repeats, best of each: on a shared machine the load changes between runs
+    t_mj, runs = np.inf, []
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        seq = simulate_elastic("beam", np.random.default_rng(0), action="poke", n_frames=args.frames,
+                               duration=args.frames / args.fps, resolution=args.resolution)
+        t_mj = min(t_mj, time.perf_counter() - t0)
+        v = seq.rest_vertices.astype(np.float64)
+        spec = SimulationSpec(kind="elastic", frames=args.frames, fps=args.fps,
+                              poke_vertex=int(np.argmax(v[:, 2])), impulse=(0.0, 1.0, 0.0), poke_speed=0.8)
+        runs.append(time_kinemesh(model, v, seq.faces.astype(np.int64), spec, points=args.points))
     sim = seq.meta["simulation"]
-    v = seq.rest_vertices.astype(np.float64)
-    spec = SimulationSpec(kind="elastic", frames=args.frames, fps=args.fps, poke_vertex=int(np.argmax(v[:, 2])),
-                          impulse=(0.0, 1.0, 0.0), poke_speed=0.8)
-    r = time_kinemesh(model, v, seq.faces.astype(np.int64), spec, points=args.points)
-    step = r["simulate_s"] + r["decode_s"]
-    print(f"## Side by side: soft beam, poke ({len(v)} surface vertices), {args.frames} frames\n")
+    r = min(runs, key=lambda x: x["total_s"])
+    step = min(x["simulate_s"] + x["decode_s"] for x in runs)
+    print(f"## Side by side: soft beam, poke ({len(v)} surface vertices), {args.frames} frames, best of "
+          f"{args.repeat} interleaved runs (load average now {os.getloadavg()[0]:.1f})\n")
     print("| simulator | degrees of freedom | wall time (s) | speed-up vs MuJoCo |\n|---|---|---|---|")
     print(f"| MuJoCo flexcomp, full order (cage resolution {args.resolution}, step {sim['timestep']} s) | "
           f"{3 * sim['tet_nodes']} ({sim['tet_nodes']} nodes) | {t_mj:.2f} | 1.00 |")
