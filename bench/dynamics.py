@@ -1,6 +1,6 @@
 """Speed of the latent dynamics, side by side in one run: MuJoCo full order vs kinemesh on the same soft beam,
 a real articulated object at its own size and subdivided to 10k / 100k vertices, 1M vertices (peak memory),
-and a batch of objects on the GPU when CUDA is present.
+and batched decoding on the GPU when CUDA is present.
 
     python bench/dynamics.py [--checkpoint DIR] [--frames 120] [--sizes 10000,100000] [--million 1000000]
                              [--real ../shared/real_objects/kitchenmodels__7236] [--threads 1]
@@ -104,25 +104,36 @@ def time_or_fail(*a, **kw) -> dict:
         return {"vertices": len(a[1]), "failed": f"diverged after {time.perf_counter() - t0:.0f} s ({exc})"}
 
 
+def million_mesh(args, path: Path) -> None:
+    """The microwave subdivided to ``--million`` vertices (a ball when the real object is absent) -> npz."""
+    if args.real.is_dir():
+        v, f, parts, moving = load_real(args.real)
+        v, f, parts = subdivide_to(v, f, parts, args.million)
+    else:
+        import trimesh
+
+        m = trimesh.creation.icosphere(subdivisions=9, radius=0.15)
+        v, f, parts, moving = np.asarray(m.vertices), np.asarray(m.faces), np.zeros(len(m.vertices), int), 0
+    np.savez(path, vertices=v, faces=f, parts=parts, moving=moving)
+
+
 def million_child(args) -> int:
-    """Subprocess: the microwave (or a sphere) subdivided to ``--million`` vertices, 120 frames; prints JSON."""
+    """Subprocess: load the mesh of ``million_mesh``, bind, reduce, simulate, decode; prints JSON with the peak
+    resident memory of this process (the mesh was built elsewhere, so only kinemesh's own memory counts)."""
     import resource
 
     import torch
 
+    from kinemesh.dynamics.scene import SimulationSpec
+
     torch.set_num_threads(args.threads)
     model = _model(args)
-    if args.real.is_dir():
-        v, f, parts, moving = load_real(args.real)
-        v, f, parts = subdivide_to(v, f, parts, args.million)
+    d = np.load(args.child_million)
+    v, f, parts, moving = d["vertices"], d["faces"], d["parts"], int(d["moving"])
+    if len(np.unique(parts)) > 1:
         spec = poke_spec(v, parts, moving, args.frames, args.fps)
     else:
-        import trimesh
-
-        from kinemesh.dynamics.scene import SimulationSpec
-
-        m = trimesh.creation.icosphere(subdivisions=9, radius=0.15)
-        v, f, parts = np.asarray(m.vertices), np.asarray(m.faces), None
+        parts = None
         spec = SimulationSpec(kind="elastic", frames=args.frames, fps=args.fps, poke_vertex=int(np.argmax(v[:, 2])),
                               impulse=(0.0, 1.0, 0.0), poke_speed=0.8)
     r = time_or_fail(model, v, f, spec, part_ids=parts)
@@ -130,6 +141,22 @@ def million_child(args) -> int:
     r["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2  # kB on Linux
     print("RESULT " + json.dumps(r))
     return 0
+
+
+def print_side_by_side(args, seq, t_mj: float, runs: list) -> None:
+    """The beam table: MuJoCo vs kinemesh (best of the interleaved runs) and their ratios."""
+    v = seq.rest_vertices
+    sim = seq.meta["simulation"]
+    r = min(runs, key=lambda x: x["total_s"])
+    step = min(x["simulate_s"] + x["decode_s"] for x in runs)
+    print(f"## Side by side: soft beam, poke ({len(v)} surface vertices), {args.frames} frames, best of "
+          f"{args.repeat} interleaved runs (load average now {os.getloadavg()[0]:.1f})\n")
+    print("| simulator | degrees of freedom | wall time (s) | speed-up vs MuJoCo |\n|---|---|---|---|")
+    print(f"| MuJoCo flexcomp, full order (cage resolution {args.resolution}, step {sim['timestep']} s) | "
+          f"{3 * sim['tet_nodes']} ({sim['tet_nodes']} nodes) | {t_mj:.2f} | 1.00 |")
+    print(f"| kinemesh latent, total (bind + reduce + set-up + simulate + decode) | 8 + 6 rigid | "
+          f"{r['total_s']:.2f} | {t_mj / r['total_s']:.2f} |")
+    print(f"| kinemesh latent, simulate + decode | 8 + 6 rigid | {step:.2f} | {t_mj / step:.2f} |\n", flush=True)
 
 
 def _model(args):
@@ -152,8 +179,9 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="10000,100000", help="subdivided vertex counts of the real object")
     ap.add_argument("--million", type=int, default=1_000_000, help="vertices of the peak-memory row (0 = skip)")
     ap.add_argument("--repeat", type=int, default=2, help="interleaved MuJoCo / kinemesh beam runs (best of)")
-    ap.add_argument("--gpu-batch", type=int, default=16, help="objects decoded at once in the GPU row")
-    ap.add_argument("--child-million", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--gpu-batch", type=int, default=16, help="latent states decoded at once in the GPU row")
+    ap.add_argument("--skip-beam", action="store_true", help="leave out the side-by-side beam")
+    ap.add_argument("--child-million", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child_million:
         return million_child(args)
@@ -174,7 +202,7 @@ def main(argv=None) -> int:
 
     # interleaved repeats, best of each: on a shared machine the load changes between runs
     t_mj, runs = np.inf, []
-    for _ in range(args.repeat):
+    for _ in range(0 if args.skip_beam else args.repeat):
         t0 = time.perf_counter()
         seq = simulate_elastic("beam", np.random.default_rng(0), action="poke", n_frames=args.frames,
                                duration=args.frames / args.fps, resolution=args.resolution)
@@ -183,17 +211,8 @@ def main(argv=None) -> int:
         spec = SimulationSpec(kind="elastic", frames=args.frames, fps=args.fps,
                               poke_vertex=int(np.argmax(v[:, 2])), impulse=(0.0, 1.0, 0.0), poke_speed=0.8)
         runs.append(time_kinemesh(model, v, seq.faces.astype(np.int64), spec, points=args.points))
-    sim = seq.meta["simulation"]
-    r = min(runs, key=lambda x: x["total_s"])
-    step = min(x["simulate_s"] + x["decode_s"] for x in runs)
-    print(f"## Side by side: soft beam, poke ({len(v)} surface vertices), {args.frames} frames, best of "
-          f"{args.repeat} interleaved runs (load average now {os.getloadavg()[0]:.1f})\n")
-    print("| simulator | degrees of freedom | wall time (s) | speed-up vs MuJoCo |\n|---|---|---|---|")
-    print(f"| MuJoCo flexcomp, full order (cage resolution {args.resolution}, step {sim['timestep']} s) | "
-          f"{3 * sim['tet_nodes']} ({sim['tet_nodes']} nodes) | {t_mj:.2f} | 1.00 |")
-    print(f"| kinemesh latent, total (bind + reduce + set-up + simulate + decode) | 8 + 6 rigid | "
-          f"{r['total_s']:.2f} | {t_mj / r['total_s']:.2f} |")
-    print(f"| kinemesh latent, simulate + decode | 8 + 6 rigid | {step:.2f} | {t_mj / step:.2f} |\n", flush=True)
+    if runs:
+        print_side_by_side(args, seq, t_mj, runs)
 
     # 2. a real articulated object at its own size and subdivided
     rows = []
@@ -206,10 +225,15 @@ def main(argv=None) -> int:
     else:
         print(f"(real object {args.real} not found: articulated rows skipped)\n")
     if args.million:
-        out = subprocess.run([sys.executable, __file__, "--child-million", "--million", str(args.million),
-                              "--frames", str(args.frames), "--fps", str(args.fps), "--threads", str(args.threads),
-                              "--real", str(args.real)] + (["--checkpoint", args.checkpoint] if args.checkpoint else []),
-                             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            mesh = Path(tmp) / "million.npz"
+            million_mesh(args, mesh)
+            out = subprocess.run([sys.executable, __file__, "--child-million", str(mesh), "--frames", str(args.frames),
+                                  "--fps", str(args.fps), "--threads", str(args.threads)]
+                                 + (["--checkpoint", args.checkpoint] if args.checkpoint else []),
+                                 capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
         line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
         if out.returncode or not line:
             print(f"1M-vertex run failed (exit {out.returncode}): {out.stderr.strip().splitlines()[-1:]}\n")
@@ -229,22 +253,24 @@ def main(argv=None) -> int:
                   f"{r['decode_s']:.2f} | {r['total_s']:.2f} | {rss} |")
         print()
 
-    # 3. GPU: a batch of objects decoded at once (only when CUDA is present)
+    # 3. GPU: a batch of latent states decoded at once (only when CUDA is present; not run on the CPU machine)
     if torch.cuda.is_available():
+        import trimesh
+
         from kinemesh.commands.simulate import reduced_decoder
 
-        gpu = model.to(device="cuda")
-        dec = reduced_decoder(gpu, v0 if args.real.is_dir() else v, f0 if args.real.is_dir() else seq.faces,
-                              k_q=8, n_points=args.points)
-        q = torch.randn(args.gpu_batch * args.frames, 8, dtype=torch.float64, device="cuda")
+        ball = trimesh.creation.icosphere(subdivisions=6, radius=0.15)
+        vg, fg = (v0, f0) if args.real.is_dir() else (np.asarray(ball.vertices), np.asarray(ball.faces))
+        dec = reduced_decoder(model.to(device="cuda"), vg, fg, k_q=8, n_points=args.points)
+        q = torch.randn(args.gpu_batch * args.frames, 8, dtype=torch.float64).to(dec.mu_cond.device)
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         with torch.no_grad():
             for i in range(0, len(q), args.gpu_batch):
                 dec.vertices(q[i:i + args.gpu_batch])
         torch.cuda.synchronize()
-        dt = time.perf_counter() - t0
-        print(f"GPU: {args.gpu_batch} states x {args.frames} frames decoded in {dt:.2f} s\n")
+        print(f"GPU: {args.frames} batches of {args.gpu_batch} states ({len(vg)} vertices) decoded in "
+              f"{time.perf_counter() - t0:.2f} s\n")
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     return 0
 

@@ -243,3 +243,19 @@ def test_stability_guard_reduces_step_or_raises():
     assert np.isfinite(out.q).all() and np.abs(out.q).max() < 0.6
     with pytest.raises(SimulationDivergedError):
         integrate(toy_system(stiffness=1e9), s0, 3, fps=30, substeps=1, max_halvings=2, integrator="rk4")
+
+
+def test_decode_vertices_in_bounded_chunks_equals_one_pass():
+    """Output frames are filled chunk by chunk into one float32 array; capping the vertices per chunk (so a
+    1M-vertex mesh decodes one frame at a time) changes nothing."""
+    from kinemesh.dynamics.scene import decode_vertices
+
+    dec = ToyDecoder(k=3, P=40)
+    q = np.random.default_rng(0).normal(size=(7, 3))
+    offset = np.random.default_rng(1).normal(size=(40, 3)) * 1e-3
+    whole = decode_vertices(dec, q, chunk=8, rest_offset=offset)
+    capped = decode_vertices(dec, q, chunk=8, rest_offset=offset, max_vertices=40)  # one frame per chunk
+    ref = (dec.vertices(torch.as_tensor(q)).numpy() + offset).astype(np.float32)
+    assert whole.dtype == np.float32 and whole.shape == (7, 40, 3)
+    np.testing.assert_array_equal(capped, whole)
+    np.testing.assert_allclose(whole, ref, atol=1e-6)

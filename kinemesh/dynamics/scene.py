@@ -378,15 +378,18 @@ class SimulationResult:
     info: dict = field(default_factory=dict)
 
 
-def decode_vertices(decoder, q: np.ndarray, chunk: int = 8, rest_offset: np.ndarray | None = None) -> np.ndarray:
-    """Vertices (T, N, 3) float32 of states q (T, k), decoded ``chunk`` frames at a time without gradients
-    into one preallocated array (the decoder blocks the vertices itself), so the peak memory is the output
-    plus one chunk.
+def decode_vertices(decoder, q: np.ndarray, chunk: int = 8, rest_offset: np.ndarray | None = None,
+                    max_vertices: int = 2_000_000) -> np.ndarray:
+    """Vertices (T, N, 3) float32 of states q (T, k), decoded ``chunk`` frames at a time (fewer when
+    chunk x N would exceed ``max_vertices``) without gradients into one preallocated array, so the peak
+    memory is the output plus one bounded chunk (the decoder blocks the vertices itself).
 
     ``rest_offset`` (N, 3) is added to every frame (see ``run``'s rest correction).
     """
     dt = decoder.mu_cond.dtype
-    frames = np.empty((len(q), int(decoder.rest_vertices.shape[0]), 3), dtype=np.float32)
+    n = int(decoder.rest_vertices.shape[0])
+    chunk = max(1, min(int(chunk), int(max_vertices) // max(n, 1)))
+    frames = np.empty((len(q), n, 3), dtype=np.float32)
     offset = None if rest_offset is None else torch.as_tensor(rest_offset)
     with torch.no_grad():
         for i in range(0, len(q), chunk):
