@@ -22,12 +22,15 @@ from kinemesh.dynamics.system import State, System
 @dataclass
 class Kinematics:
     """Decoded quantities at (q, qd): points x (P, 3), J (k, P, 3) with J[i] = dx/dq_i, point velocities
-    xd = J qd (P, 3) and the velocity-product acceleration H[qd, qd] (P, 3) (None unless requested). float64."""
+    xd = J qd (P, 3) and the velocity-product acceleration H[qd, qd] (P, 3) (None unless requested). float64.
+    ``fd`` = (x(q + h e_i) (k, P, 3), x(q + h qd/|qd|) (P, 3), h) when the finite-difference path decoded them
+    (reused by the implicit solve's velocity coupling), else None."""
 
     x: torch.Tensor
     J: torch.Tensor
     xd: torch.Tensor | None = None
     hqq: torch.Tensor | None = None
+    fd: tuple | None = None
 
 
 def _decoder_dtype(system: System) -> torch.dtype:
@@ -69,6 +72,7 @@ def kinematics(system: System, q: torch.Tensor, qd: torch.Tensor | None = None) 
                 out.xd = torch.einsum("ipc,i->pc", J, qd.double())
                 if vn:
                     out.hqq = (X[2 * k + 1] - 2 * x + X[2 * k + 2]) * (vn * vn / (h * h))
+                    out.fd = (X[1:k + 1], X[2 * k + 1], h)
                 else:
                     out.hqq = torch.zeros_like(x)
             return out
@@ -193,9 +197,31 @@ def _solve(M: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
     return torch.linalg.lstsq(M, rhs[:, None]).solution[:, 0]
 
 
+def point_velocities(system: System, q: torch.Tensor, qd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Points x (P, 3) and their velocities xd = J qd (P, 3) at (q, qd), float64: one directional derivative
+    (central difference along qd, 3 decoded states, or one JVP) instead of the whole Jacobian."""
+    dt = _decoder_dtype(system)
+    f = system.decoder.points
+    qq, v = q.detach().to(dt), qd.detach().to(dt)
+    with torch.no_grad():
+        if system.derivatives == "jvp":
+            x, xd = jvp(f, (qq,), (v,))
+            return x.double(), xd.double()
+        vn = float(torch.linalg.norm(v))
+        if vn == 0:
+            x = f(qq).double()
+            return x, torch.zeros_like(x)
+        h = float(system.fd_step)
+        u = v / vn * h
+        X = getattr(system.decoder, "points_nograd", f)(torch.stack([qq, qq + u, qq - u])).double()
+        return X[0], (X[1] - X[2]) * (vn / (2 * h))
+
+
 def energies(system: System, state: State) -> dict[str, float]:
-    """{'kinetic', 'potential', 'total'} in joules at ``state``."""
-    kin = kinematics(system, state.q)
-    T = float(kinetic_energy(system, state.qd, kin.J))
-    V = float(potential_energy(system, state.q, kin.x))
+    """{'kinetic', 'potential', 'total'} in joules at ``state``; T = 1/2 sum_p m_p |xd_p|^2 + 1/2 m_reg |qd|^2
+    (= 1/2 qd^T M qd) from the point velocities."""
+    x, xd = point_velocities(system, state.q.double(), state.qd.double())
+    T = 0.5 * float((system.point_mass[:, None] * xd * xd).sum()) + 0.5 * system.latent_inertia * float(
+        (state.qd.double() ** 2).sum())
+    V = float(potential_energy(system, state.q, x))
     return {"kinetic": T, "potential": V, "total": T + V}

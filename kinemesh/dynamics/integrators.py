@@ -66,9 +66,14 @@ def contact_matrices(system: System, x: torch.Tensor, xd: torch.Tensor | None,
     return K, C
 
 
-def velocity_coupling(system: System, q: torch.Tensor, v: torch.Tensor, h: float = 1e-4) -> torch.Tensor:
+def velocity_coupling(system: System, q: torch.Tensor, v: torch.Tensor, h: float = 1e-4,
+                      kin=None) -> torch.Tensor:
     """C = d/dqd [J^T diag(m) H[qd, qd]] = 2 J^T diag(m) H[., qd] (k, k) at (q, v), by central differences of J
-    along v (one batched decode of 4k states). Only used to precondition the implicit solve."""
+    along v (one batched decode of 4k states). Only used to precondition the implicit solve.
+
+    ``kin``: the finite-difference Kinematics at the same (q, v) (``kin.fd``); then the mixed second
+    differences H[e_i, v/|v|] = (x(q + h e_i + h u) - x(q + h e_i) - x(q + h u) + x(q)) / h^2 reuse its decoded
+    states and only the k states q + h e_i + h u are new (first-order accurate, enough for a preconditioner)."""
     k = q.shape[0]
     vn = float(torch.linalg.norm(v))
     if vn == 0:
@@ -76,10 +81,17 @@ def velocity_coupling(system: System, q: torch.Tensor, v: torch.Tensor, h: float
     from kinemesh.dynamics.eom import _decoder_dtype
 
     dt = _decoder_dtype(system)
+    decode = getattr(system.decoder, "points_nograd", system.decoder.points)
+    if kin is not None and kin.fd is not None:
+        xe, xu, hk = kin.fd  # x(q + h e_i) (k, P, 3), x(q + h u) (P, 3)
+        E = torch.eye(k, dtype=dt) * hk
+        with torch.no_grad():
+            xeu = decode(q.detach().to(dt) + (v / vn * hk).detach().to(dt) + E).double()
+        Hv = (xeu - xe - xu + kin.x) * (vn / (hk * hk))  # (k, P, 3): H[e_i, v]
+        return 2.0 * torch.einsum("ipc,p,jpc->ij", kin.J, system.point_mass, Hv)
     qq, u = q.detach().to(dt), (v / vn * h).detach().to(dt)
     E = torch.eye(k, dtype=dt) * h
     with torch.no_grad():
-        decode = getattr(system.decoder, "points_nograd", system.decoder.points)
         X = decode(torch.cat([qq + u + E, qq + u - E, qq - u + E, qq - u - E])).double()
     Jp = (X[:k] - X[k:2 * k]) / (2 * h)
     Jm = (X[2 * k:3 * k] - X[3 * k:]) / (2 * h)
@@ -115,7 +127,7 @@ def step_midpoint(system: System, state: State, dt: float, tol: float = 1e-6, ma
         else:
             K_d = torch.zeros_like(K)
         if C is None:
-            C = velocity_coupling(system, qm, 0.5 * (v0 + v1))
+            C = velocity_coupling(system, qm, 0.5 * (v0 + v1), kin=kin)
         K_c, C_c = contact_matrices(system, kin.x, kin.xd, kin.J)
         A = (M + 0.25 * dt * dt * (K + K_c)
              + 0.5 * dt * (system.damping_mass * damping_matrix(system, M) + K_d + C + C_c))
