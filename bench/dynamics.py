@@ -6,7 +6,7 @@ and batched decoding on the GPU when CUDA is present.
                              [--real ../shared/real_objects/kitchenmodels__7236] [--threads 1]
 
 Prints markdown tables. Every kinemesh time includes binding the mesh to the model and the active-subspace
-reduction (``reduced_decoder``), the set-up (rest state, boundary conditions), the integration and decoding
+reduction (``kinemesh.reduce.bind``), the set-up (rest state, boundary conditions), the integration and decoding
 all output frames. The 1M-vertex row runs in a subprocess and reports its peak resident memory
 (``resource.getrusage``). The machine is shared: the load average is printed with the results.
 """
@@ -257,11 +257,11 @@ def main(argv=None) -> int:
     if torch.cuda.is_available():
         import trimesh
 
-        from kinemesh.commands.simulate import reduced_decoder
+        from kinemesh.reduce import bind
 
         ball = trimesh.creation.icosphere(subdivisions=6, radius=0.15)
         vg, fg = (v0, f0) if args.real.is_dir() else (np.asarray(ball.vertices), np.asarray(ball.faces))
-        dec = reduced_decoder(model.to(device="cuda"), vg, fg, k_q=8, n_points=args.points)
+        dec = bind(vg, fg, model.to(device="cuda"), n_points=args.points).decoder
         q = torch.randn(args.gpu_batch * args.frames, 8, dtype=torch.float64).to(dec.mu_cond.device)
         torch.cuda.synchronize()
         t0 = time.perf_counter()

@@ -150,7 +150,7 @@ def test_skin_blend_matches_geometry_blend_float64():
 def test_skin_points_equals_blend_then_apply_float64(flip):
     """The fused rational DQS (one division instead of normalise + apply) and the cached hemisphere pivots
     give the reference blend's points, with and without antipodal token rotations."""
-    from kinemesh.model import _geometry as geo
+    from kinemesh.geometry import dualquat
     from kinemesh.model.network import skin_blend, skin_points
 
     g = torch.Generator().manual_seed(1)
@@ -158,13 +158,13 @@ def test_skin_points_equals_blend_then_apply_float64(flip):
     raw[..., 0] += 1.0  # real parts near the identity: all in one hemisphere (the fast path)
     if flip:
         raw[:, 2, :4] *= -1
-    dq = geo.dq_normalize(raw)
+    dq = dualquat.normalize(raw)
     w = torch.softmax(3 * torch.randn(1, 50, 6, generator=g, dtype=torch.float64), -1)
     pts = torch.randn(50, 3, generator=g, dtype=torch.float64)
-    ref = geo.dq_apply(geo.dq_blend(dq[:, None], w.expand(4, -1, -1)), pts)
+    ref = dualquat.apply(dualquat.blend(dq[:, None], w.expand(4, -1, -1)), pts)
     for pivot in (None, w[0].argmax(-1)):
         assert torch.allclose(skin_points(dq, w, pts, pivot), ref, atol=1e-12)
-        assert torch.allclose(geo.dq_apply(skin_blend(dq, w, pivot), pts), ref, atol=1e-12)
+        assert torch.allclose(dualquat.apply(skin_blend(dq, w, pivot), pts), ref, atol=1e-12)
 
 
 @pytest.mark.parametrize("head", ["dq_skinning", "per_point_dq", "displacement"])
@@ -179,10 +179,10 @@ def test_vertices_decoded_in_chunks_equal_one_block_float64(head):
     assert torch.allclose(inst.vertices(z), whole, atol=1e-13)
     assert float((whole - inst.rest_vertices).abs().max()) > 1e-4  # the vertices do move
     if head == "dq_skinning":  # the blocked path still is DQ skinning with the vertex weights
-        from kinemesh.model import _geometry as geo
+        from kinemesh.geometry import dualquat
         from kinemesh.model.network import skin_blend
 
-        ref = inst._to_metres(geo.dq_apply(skin_blend(inst._token_dq(z), inst._vertex_weights), inst._vn))
+        ref = inst._to_metres(dualquat.apply(skin_blend(inst._token_dq(z), inst._vertex_weights), inst._vn))
         assert torch.allclose(whole, ref, atol=1e-12)
 
 
