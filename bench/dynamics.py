@@ -198,13 +198,13 @@ def main(argv=None) -> int:
 
     # 1. side by side: the same soft beam, same frames and frame rate
     from kinemesh.dynamics.scene import SimulationSpec
-    from kinemesh.synth.elastic import simulate_elastic
+    from kinemesh.synth.elastic import elastic_sequence
 
     # interleaved repeats, best of each: on a shared machine the load changes between runs
     t_mj, runs = np.inf, []
     for _ in range(0 if args.skip_beam else args.repeat):
         t0 = time.perf_counter()
-        seq = simulate_elastic("beam", np.random.default_rng(0), action="poke", n_frames=args.frames,
+        seq = elastic_sequence("beam", np.random.default_rng(0), action="poke", n_frames=args.frames,
                                duration=args.frames / args.fps, resolution=args.resolution)
         t_mj = min(t_mj, time.perf_counter() - t0)
         v = seq.rest_vertices.astype(np.float64)
