@@ -122,10 +122,12 @@ def group_components(vertices: np.ndarray, faces: np.ndarray, small: float = 0.0
     diag = np.array([np.linalg.norm(np.ptp(v[group == g], axis=0)) for g in ids])
     big = diag >= small * size
     if big.any() and not big.all():
-        trees = [cKDTree(v[group == g]) for g in ids[big]]
+        from kinemesh.geometry.metrics import point_to_surface_distance
+
+        big_faces = [f[group[f[:, 0]] == g] for g in ids[big]]
         for g in ids[~big]:
             pts = v[group == g]
-            near = np.argmin([t.query(pts, k=1)[0].min() for t in trees])
+            near = np.argmin([point_to_surface_distance(pts, v, bf).min() for bf in big_faces])
             group[group == g] = ids[big][near]
     used = np.zeros(len(v), bool)
     used[f.reshape(-1)] = True

@@ -24,6 +24,14 @@ def is_articulated_input(path: str | os.PathLike) -> bool:
     return p.is_dir() or p.suffix.lower() == ".urdf"
 
 
+def segmented_object(obj, max_vertices: int | None = DEFAULT_MAX_VERTICES, name: str = "object") -> WorkingMesh:
+    """The working mesh of an ArticulatedObject at rest, its links as parts (``part_ids`` index ``obj.parts``)."""
+    v, f, pid = obj.merged({})
+    wm = working_mesh(v, f, max_vertices, pid[np.asarray(f)[:, 0]], name=name)
+    wm.part_names, wm.part_source = [q.name for q in obj.parts], "links"
+    return wm
+
+
 def load_segmented(path: str | os.PathLike, labels: str | os.PathLike | None = None, auto_parts: bool = True,
                    max_vertices: int | None = DEFAULT_MAX_VERTICES) -> WorkingMesh:
     """Load ``path`` (mesh file, URDF or PartNet-Mobility folder) as a :class:`WorkingMesh` with
@@ -41,11 +49,7 @@ def load_segmented(path: str | os.PathLike, labels: str | os.PathLike | None = N
             raise InputFileError(labels, f"{p.name} is segmented by its links already; --labels is for mesh files")
         from kinemesh.data.partnet import load_articulated
 
-        obj = load_articulated(p, max_vertices=max_vertices)
-        v, f, pid = obj.merged({})
-        wm = working_mesh(v, f, max_vertices, pid[np.asarray(f)[:, 0]], name=str(p))
-        wm.part_names, wm.part_source = [q.name for q in obj.parts], "links"
-        return wm
+        return segmented_object(load_articulated(p, max_vertices=max_vertices), max_vertices, name=str(p))
     face_parts, names, source = read_face_parts(p, labels)
     if face_parts is None and auto_parts:
         wm = load_working_mesh(p, max_vertices=None)
