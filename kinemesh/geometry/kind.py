@@ -48,10 +48,15 @@ def _shared(keys: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray
     (key, owner) rows."""
     order = np.lexsort((owner, keys))
     k, o = keys[order], owner[order]
-    same = np.flatnonzero(k[1:] == k[:-1])
-    if not len(same):
+    pairs = []
+    for d in range(1, len(k)):  # every pair of owners of one key: rows d apart in the sorted run
+        same = np.flatnonzero(k[d:] == k[:-d])
+        if not len(same):
+            break
+        pairs.append(np.stack([o[same], o[same + d]], 1))
+    if not pairs:
         return np.zeros((0, 2), np.int64), np.zeros(0, np.int64)
-    return np.unique(np.sort(np.stack([o[same], o[same + 1]], 1), axis=1), axis=0, return_counts=True)
+    return np.unique(np.sort(np.concatenate(pairs), axis=1), axis=0, return_counts=True)
 
 
 def group_components(vertices: np.ndarray, faces: np.ndarray, small: float = 0.05,
