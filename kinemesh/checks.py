@@ -93,3 +93,15 @@ def out_file(path, force: bool = False, option: str = "--out", suffixes: tuple[s
     if path.exists() and not force:
         raise ConfigError(f"{option} {path}: exists; pass --force to overwrite it")
     return path
+
+
+def add_part_arguments(p) -> None:
+    """``--labels`` and ``--no-auto-parts``: the segmentation of an input mesh (``kinemesh.geometry.segments``),
+    shared by simulate, sample, ik, view and demo."""
+    p.add_argument("--labels", default=None, metavar="FILE",
+                   help="part label per face or per vertex (.npy integers or text, one per line); a part made of "
+                        "several components moves as one (URDF / PartNet folders use their links, OBJ files "
+                        "their o/g groups, GLB files their nodes)")
+    p.add_argument("--no-auto-parts", action="store_true",
+                   help="do not group the connected components of a plain mesh into parts (every component "
+                        "then moves on its own)")

@@ -21,6 +21,7 @@ DOCS = [
     ("docs/results/dynamics.md", "Latent dynamics vs MuJoCo"),
     ("docs/results/articulation.md", "Articulation (GEOPARD + ATOP)"),
     ("docs/results/physics.md", "Materials and physics test cases (SOPHY)"),
+    ("docs/results/real.md", "Real objects, part by part: drag test, prior samples, automatic grouping"),
 ]
 BENCH = ["geometry", "data", "synth", "model", "ik", "dynamics", "articulation", "viz"]
 

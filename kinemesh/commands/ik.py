@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def register(sub) -> None:
-    from kinemesh.checks import number
+    from kinemesh.checks import add_part_arguments, number
 
     p = sub.add_parser(
         "ik",
@@ -13,7 +13,8 @@ def register(sub) -> None:
         "shape matches TARGET (a mesh of any topology, or a full or partial point cloud), and write the "
         "fitted mesh. Prints the fit error in normalized units (rest bbox longest side = 1).",
     )
-    p.add_argument("--rest", required=True, help="rest mesh (OBJ/PLY/STL/GLB/OFF)")
+    p.add_argument("--rest", required=True, help="rest mesh (OBJ/PLY/STL/GLB/OFF), URDF or PartNet-Mobility folder")
+    add_part_arguments(p)
     p.add_argument("--target", required=True,
                    help="target mesh, or point cloud (.npy (n,3), .xyz/.txt/.csv, .ply without faces)")
     p.add_argument("--out", required=True, help="fitted mesh to write (.obj), in the target's frame")
@@ -67,7 +68,7 @@ def run(args) -> int:
     from kinemesh.data.exporters import export_obj
     from kinemesh.errors import ConfigError, InputFileError, KinemeshError
     from kinemesh.ik import IKConfig, make_target, solve
-    from kinemesh.ik.pipeline import IK_REDUCTION, load_rest, load_target
+    from kinemesh.ik.pipeline import IK_REDUCTION, load_target
     from kinemesh.reduce import bind
 
     if args.steps < 0 or args.starts < 1 or args.polish_steps < 0:
@@ -77,7 +78,12 @@ def run(args) -> int:
     out_file(args.out, force=args.force)
     if args.json:
         out_file(args.json, force=args.force, option="--json")
-    rest_v, rest_f = load_rest(args.rest)
+    from kinemesh.geometry.segments import load_segmented
+
+    wm = load_segmented(args.rest, labels=args.labels, auto_parts=not args.no_auto_parts, max_vertices=None)
+    # the rest mesh keeps the file's vertices (targets may share them); parts follow each file vertex
+    rest_v, rest_f = wm.file_vertices, wm.file_faces
+    part_ids = None if wm.part_ids is None else wm.part_ids[wm.to_work]
     tv, tf = load_target(args.target)
     try:
         target = make_target(tv, tf, rest_v, rest_f, partial=args.partial, normalize=args.normalize_target,
@@ -90,7 +96,8 @@ def run(args) -> int:
     torch.manual_seed(args.seed)
     red = dataclasses.replace(IK_REDUCTION, enabled=not args.no_reduction, k_q=args.k_q,
                               method=args.subspace_method, calibrated_prior=args.calibrated_prior)
-    b = bind(rest_v, rest_f, args.checkpoint, reduction=red, n_points=2048, seed=args.seed, device=args.device)
+    b = bind(rest_v, rest_f, args.checkpoint, part_ids=part_ids, reduction=red, n_points=2048, seed=args.seed,
+             device=args.device)
     decoder, sub = b.decoder, b.subspace
     if sub is not None and args.save_subspace:
         sub.save(args.save_subspace)

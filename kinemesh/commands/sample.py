@@ -4,10 +4,11 @@ from __future__ import annotations
 
 
 def register(sub):
-    from kinemesh.checks import number
+    from kinemesh.checks import add_part_arguments, number
 
     p = sub.add_parser("sample", help="write N plausible deformed states of a mesh (OBJ files + contact sheet)")
-    p.add_argument("mesh", help="input mesh (OBJ, PLY, STL, GLB, OFF), metres, Z up")
+    p.add_argument("mesh", help="input mesh (OBJ, PLY, STL, GLB, OFF; metres, Z up), URDF or PartNet-Mobility folder")
+    add_part_arguments(p)
     p.add_argument("--n", type=int, default=8, help="number of samples (default 8)")
     p.add_argument("--out", required=True, help="output folder (written atomically; an existing non-empty "
                                                 "folder needs --force)")
@@ -30,17 +31,19 @@ def run(args) -> int:
     from kinemesh.atomic import atomic_dir
     from kinemesh.checks import out_dir
     from kinemesh.data.exporters import export_obj
-    from kinemesh.data.meshes import load_working_mesh
     from kinemesh.errors import ConfigError
+    from kinemesh.geometry.segments import load_segmented
     from kinemesh.model import load_model
     from kinemesh.viz.render import contact_sheet
 
     if args.n < 1 or args.n > 1000:
         raise ConfigError(f"--n must be in 1..1000, got {args.n}")
     out_dir(args.out, args.force)
-    wm = load_working_mesh(args.mesh, max_vertices=args.max_vertices)
+    wm = load_segmented(args.mesh, labels=args.labels, auto_parts=not args.no_auto_parts,
+                        max_vertices=args.max_vertices)
     model = load_model(args.checkpoint, device=args.device)
-    inst = model.instance(wm.mesh.vertices, wm.mesh.faces, n_points=args.n_points, seed=args.seed)
+    inst = model.instance(wm.mesh.vertices, wm.mesh.faces, n_points=args.n_points, seed=args.seed,
+                          part_ids=wm.part_ids)
     z = inst.prior_sample(args.n, seed=args.seed, std=args.std)
     with torch.no_grad():
         verts = wm.to_file(inst.vertices(z).cpu().double().numpy())  # the file's vertices, count and order

@@ -94,11 +94,13 @@ def add_simulation_arguments(p) -> None:
 
 
 def register(sub) -> None:
-    from kinemesh.checks import number
+    from kinemesh.checks import add_part_arguments, number
 
     p = sub.add_parser("simulate", help="generate a 4D animation of a mesh under an action, force or velocity",
                        description=__doc__.strip().splitlines()[0])
-    p.add_argument("mesh", help="input mesh (OBJ, PLY, STL, GLB, OFF); metres, Z up")
+    p.add_argument("mesh", help="input mesh (OBJ, PLY, STL, GLB, OFF; metres, Z up), URDF or PartNet-Mobility "
+                                "folder")
+    add_part_arguments(p)
     p.add_argument("--checkpoint", default=None, metavar="DIR",
                    help="model checkpoint folder (default: the shipped default checkpoint)")
     a = p.add_argument_group("actions (vertex ids index the mesh file's vertices)")
@@ -199,9 +201,9 @@ def run(args) -> int:
     import torch
 
     from kinemesh.checks import out_file
-    from kinemesh.data.meshes import load_working_mesh
     from kinemesh.dynamics.scene import simulate_mesh, torch_threads
     from kinemesh.errors import ConfigError
+    from kinemesh.geometry.segments import load_segmented
     from kinemesh.reduce import ReductionConfig, bind
 
     spec = spec_from_args(args)
@@ -209,7 +211,7 @@ def run(args) -> int:
                                ("--npz", args.npz, (".npz",)), ("--plot-energy", args.plot_energy, (".png",))):
         if path is not None:
             out_file(path, args.force, option, exts)
-    wm = load_working_mesh(args.mesh)
+    wm = load_segmented(args.mesh, labels=args.labels, auto_parts=not args.no_auto_parts)
     vertices, faces = np.asarray(wm.mesh.vertices, dtype=np.float64), np.asarray(wm.mesh.faces, dtype=np.int64)
     n = len(wm.file_vertices)
     for vid in [spec.drag_vertex, spec.poke_vertex, *spec.velocity_vertices, *spec.pins]:
@@ -221,10 +223,11 @@ def run(args) -> int:
     spec.velocity_vertices = tuple(work(i) for i in spec.velocity_vertices)
     spec.pins = tuple(dict.fromkeys(work(i) for i in spec.pins))
     with torch_threads(1):
-        b = bind(vertices, faces, args.checkpoint, kind=spec.kind, reduction=ReductionConfig(k_q=args.k_q),
-                 n_points=args.points, seed=args.seed, device=args.device, dtype=torch.float64)
+        b = bind(vertices, faces, args.checkpoint, kind=spec.kind, part_ids=wm.part_ids,
+                 reduction=ReductionConfig(k_q=args.k_q), n_points=args.points, seed=args.seed, device=args.device,
+                 dtype=torch.float64)
     spec.kind = b.kind
-    result = simulate_mesh(b.decoder, vertices, faces, spec, progress=True,
+    result = simulate_mesh(b.decoder, vertices, faces, spec, part_ids=wm.part_ids, progress=True,
                             category=str(getattr(args, "category", "unknown")))
     seq = result.sequence  # back to the file's vertices (count and order) unless the mesh was decimated
     result.sequence = dataclasses.replace(
@@ -236,6 +239,7 @@ def run(args) -> int:
     print(f"simulated {spec.frames} frames of {article} {info['kind']} object ({n} vertices, k_q={info['k_q']}, "
           f"mass {info['mass_kg']:.3g} kg) in {info['simulate_s'] + info['decode_s']:.1f} s"
           + (f"; {len(info['step_warnings'])} step reductions" if info["step_warnings"] else "")
+          + (f"; {wm.part_ids.max() + 1} parts ({wm.part_source})" if wm.part_ids is not None else "")
           + (f"; outputs are the mesh decimated to {len(vertices)} vertices" if wm.decimated else ""))
     for p in paths:
         print(f"wrote {p}")

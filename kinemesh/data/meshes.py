@@ -105,15 +105,20 @@ def _check_gltf_uris(path: Path) -> None:
                 raise UnsafePathError(path, f"{key} uri '{uri[:80]}' leaves the file's folder")
 
 
-def read_obj_geometry(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
+def read_obj_geometry(path: str | os.PathLike, groups: bool = False):
     """Read the geometry of an OBJ file: vertices (n, 3) float64 in file order, triangles (m, 3) int64.
 
-    Materials, texture coordinates, normals and groups are ignored; polygons are fan-triangulated;
-    negative (relative) indices are supported. Raises InputFileError naming the file and line.
+    Materials, texture coordinates and normals are ignored; polygons are fan-triangulated; negative
+    (relative) indices are supported. With ``groups`` also returns the ``o`` / ``g`` group of each
+    triangle (m,) int and the group names (faces before any statement are in group "default").
+    Raises InputFileError naming the file and line.
     """
     path = Path(path)
     verts: list[list[float]] = []
     faces: list[tuple[int, int, int]] = []
+    face_group: list[int] = []
+    names: dict[str, int] = {}
+    current = "default"
     with open(path, "r", encoding="utf-8", errors="replace") as fh:
         for n, line in enumerate(fh, 1):
             if line.startswith("v "):
@@ -139,11 +144,15 @@ def read_obj_geometry(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
                     raise InputFileError(
                         path, f"line {n}: face index out of range (only {nv} vertices so far)"
                     )
+                g = names.setdefault(current, len(names))
                 for k in range(1, len(idx) - 1):
                     faces.append((idx[0], idx[k], idx[k + 1]))
+                    face_group.append(g)
+            elif line[:2] in ("o ", "g ") and line[2:].strip():
+                current = line[2:].strip()
     v = np.asarray(verts, dtype=np.float64).reshape(-1, 3)
     f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
-    return v, f
+    return (v, f, np.asarray(face_group, np.int64), list(names)) if groups else (v, f)
 
 
 def decimate(mesh, max_vertices: int, name: str = "mesh"):
@@ -177,6 +186,67 @@ def decimate(mesh, max_vertices: int, name: str = "mesh"):
     return out
 
 
+def read_face_parts(path: str | os.PathLike, labels: str | os.PathLike | None = None
+                    ) -> tuple[np.ndarray | None, list[str], str]:
+    """The segmentation a mesh file carries, over the faces of ``load_mesh(path, process=False)``.
+
+    ``labels``: a part-label file (``.npy`` integers, or text with one label per line), one label per face or
+    one per vertex (a face takes the label its vertices share, else that of its first vertex); else OBJ
+    ``o`` / ``g`` groups, or the nodes of a glTF/GLB scene, when there are two or more.
+
+    Returns
+    -------
+    face_parts : (m,) int part id per face, or None when the file is not segmented.
+    names : the part names (index = part id).
+    source : "labels", "groups", "nodes" or "none".
+
+    Raises InputFileError naming the file: unreadable labels, or a count matching neither faces nor vertices.
+    """
+    from kinemesh.data.arrays import load_npy
+
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if labels is not None:
+        lp = Path(labels)
+        try:
+            lab = load_npy(lp) if lp.suffix.lower() == ".npy" else \
+                np.array([t.strip() for t in lp.read_text(encoding="utf-8").splitlines() if t.strip()])
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            raise InputFileError(lp, f"cannot read part labels ({exc})") from None
+        mesh = load_mesh(path, max_vertices=None, process=False)
+        lab = np.asarray(lab).reshape(-1)
+        names, ids = np.unique(lab, return_inverse=True)
+        ids = ids.reshape(-1)
+        f = np.asarray(mesh.faces)
+        if len(lab) == len(f):
+            face_ids = ids
+        elif len(lab) == len(mesh.vertices):
+            a, b, c = ids[f[:, 0]], ids[f[:, 1]], ids[f[:, 2]]
+            face_ids = np.where((b == c) & (a != b), b, a)
+        else:
+            raise InputFileError(lp, f"{len(lab)} labels for the {len(f)} faces and {len(mesh.vertices)} vertices "
+                                     f"of {path.name}; give one label per face or per vertex")
+        return face_ids, [str(n) for n in names], "labels"
+    if suffix == ".obj":
+        _, _, face_group, names = read_obj_geometry(path, groups=True)
+        if len(names) >= 2:
+            return face_group, names, "groups"
+    elif suffix in (".glb", ".gltf"):
+        import trimesh
+
+        if suffix == ".gltf":
+            _check_gltf_uris(path)
+        try:
+            parts = [g for g in trimesh.load(str(path), force="scene", process=False).dump()
+                     if isinstance(g, trimesh.Trimesh)]  # the order load_mesh concatenates them in
+        except Exception as exc:  # trimesh raises many exception types on corrupt input
+            raise InputFileError(path, f"cannot read mesh ({exc.__class__.__name__}: {exc})") from None
+        if len(parts) >= 2:
+            names = [str(g.metadata.get("node", i)) for i, g in enumerate(parts)]
+            return np.repeat(np.arange(len(parts)), [len(g.faces) for g in parts]), names, "nodes"
+    return None, [], "none"
+
+
 @dataclass
 class WorkingMesh:
     """A mesh file prepared for the kinematic model, with the way back to the file's own vertices.
@@ -193,6 +263,11 @@ class WorkingMesh:
     file_faces: np.ndarray
     to_work: np.ndarray
     decimated: bool
+    part_ids: np.ndarray | None = None
+    """(n_work,) int part of each working vertex, or None (not segmented)."""
+    part_names: list = None
+    part_source: str = "none"
+    """Where the parts came from: links (URDF), groups (OBJ), nodes (GLB), labels, auto (grouped components)."""
 
     @property
     def faces(self) -> np.ndarray:
@@ -204,16 +279,47 @@ class WorkingMesh:
         return values if self.decimated else np.asarray(values)[..., self.to_work, :]
 
 
-def load_working_mesh(path: str | os.PathLike, max_vertices: int | None = DEFAULT_MAX_VERTICES) -> WorkingMesh:
-    """Load a mesh file as a :class:`WorkingMesh`: merged (and decimated above ``max_vertices``) for the
-    model, with the map back to the file's vertices. Raises InputFileError (see :func:`load_mesh`)."""
+def load_working_mesh(path: str | os.PathLike, max_vertices: int | None = DEFAULT_MAX_VERTICES,
+                      face_parts: np.ndarray | None = None) -> WorkingMesh:
+    """Load a mesh file as a :class:`WorkingMesh` (see :func:`working_mesh`; ``face_parts`` (m,) int over the
+    file's faces). Raises InputFileError (see :func:`load_mesh`)."""
+    raw = load_mesh(path, max_vertices=None, process=False)
+    return working_mesh(raw.vertices, raw.faces, max_vertices, face_parts, name=str(path))
+
+
+def working_mesh(vertices: np.ndarray, faces: np.ndarray, max_vertices: int | None = DEFAULT_MAX_VERTICES,
+                 face_parts: np.ndarray | None = None, name: str = "mesh") -> WorkingMesh:
+    """The working mesh of the model from a file's vertices (n, 3) m and faces (m, 3): coincident vertices
+    merged (within a part when ``face_parts`` (m,) int is given: a vertex used by two parts is split, so a
+    door welded to its frame at a hinge can still turn) and decimated above ``max_vertices``, with the map
+    back to the file's vertices and ``part_ids`` per working vertex."""
     import trimesh
     from scipy.spatial import cKDTree
 
-    raw = load_mesh(path, max_vertices=None, process=False)
-    work = trimesh.Trimesh(raw.vertices, raw.faces, process=True)
+    v, f = np.asarray(vertices, np.float64), np.asarray(faces, np.int64)
+    part_ids = None
+    if face_parts is None:
+        work = trimesh.Trimesh(v, f, process=True)
+    else:
+        fp = np.asarray(face_parts, np.int64).reshape(-1)
+        # one copy of a vertex per part using it; coincident copies of one part merged (trimesh's 1e-8 grid)
+        copies, inv = np.unique(np.stack([f.reshape(-1), np.repeat(fp, 3)], 1), axis=0, return_inverse=True)
+        key = np.column_stack([np.round(v[copies[:, 0]] * 1e8).astype(np.int64), copies[:, 1]])
+        merged, first, inv2 = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        inv2 = inv2.reshape(-1)
+        work = trimesh.Trimesh(v[copies[first, 0]], inv2[inv.reshape(-1)].reshape(-1, 3), process=False)
+        part_ids = merged[:, 3]
     decimated = bool(max_vertices) and len(work.vertices) > max_vertices
     if decimated:
-        work = decimate(work, max_vertices, name=str(path))
-    to_work = cKDTree(work.vertices).query(raw.vertices)[1].astype(np.int64)
-    return WorkingMesh(work, np.asarray(raw.vertices), np.asarray(raw.faces), to_work, decimated)
+        old_v = np.asarray(work.vertices)
+        work = decimate(work, max_vertices, name=name)
+        if part_ids is not None:
+            part_ids = part_ids[cKDTree(old_v).query(np.asarray(work.vertices))[1]]
+    to_work = cKDTree(work.vertices).query(v)[1].astype(np.int64)
+    if part_ids is not None and not decimated:  # a file vertex goes to a copy of its own (first) part
+        used = np.zeros(len(v), bool)
+        used[copies[:, 0]] = True
+        first_copy = np.full(len(v), -1, np.int64)
+        first_copy[copies[::-1, 0]] = inv2[::-1]
+        to_work[used] = first_copy[used]
+    return WorkingMesh(work, v, f, to_work, decimated, part_ids)
