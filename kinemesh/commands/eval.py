@@ -1,35 +1,93 @@
 """``kinemesh eval <benchmark>``: evaluation tables on held-out data.
 
-Each benchmark lives in ``kinemesh/eval/<name>.py`` and exposes ``add_arguments(parser)`` and
-``run(args) -> int``; this command only dispatches to them.
+The benchmarks are a library (:mod:`kinemesh.eval`: a config dataclass, ``evaluate(cfg)`` and a renderer per
+benchmark); this command builds the config from the options (one per config field, plus the files to write),
+calls ``evaluate``, prints the table and writes the files atomically.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+import json
+import sys
+from dataclasses import MISSING, fields
+from pathlib import Path
+
+from kinemesh.atomic import write_text
+from kinemesh.errors import InputFileError
 
 
-def _benchmarks() -> list[str]:
-    import kinemesh.eval as pkg
+def add_config(p, config) -> None:
+    """One option ``--a-b`` per field ``a_b`` of the config dataclass, with its default and metadata (help,
+    type, choices, metavar, action; a False default is a flag)."""
+    for f in fields(config):
+        kw = {k: v for k, v in f.metadata.items() if k != "min"}
+        default = f.default_factory() if f.default is MISSING else f.default
+        if default is False:
+            kw.setdefault("action", "store_true")
+        elif default is not None and not isinstance(default, list):
+            kw.setdefault("type", type(default))
+        p.add_argument("--" + f.name.replace("_", "-"), default=default, **kw)
 
-    names = []
-    for m in pkgutil.iter_modules(pkg.__path__):
-        if m.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"kinemesh.eval.{m.name}")
-        if hasattr(module, "add_arguments") and hasattr(module, "run"):
-            names.append(m.name)
-    return sorted(names)
+
+def config_from(args, config):
+    """The config dataclass built from the parsed options (raises ConfigError)."""
+    return config(**{f.name: getattr(args, f.name) for f in fields(config)})
+
+
+def command_line(name: str, args, keys: str) -> str:
+    """``kinemesh eval NAME`` with the options of ``keys`` (space-separated) that are set; a list repeats it."""
+    words = [f"kinemesh eval {name}"]
+    for k in keys.split():
+        v = getattr(args, k, None)
+        words += [f"--{k.replace('_', '-')} {x}" for x in (v if isinstance(v, list) else [v]) if x is not None]
+    return " ".join(words)
+
+
+# ------------------------------------------------------------------------------------------------ model
+def _model_options(p) -> None:
+    from kinemesh.eval.model import ModelEvalConfig
+
+    add_config(p, ModelEvalConfig)
+    p.add_argument("--out", default=None, help="write per-instance rows and the summary as JSON")
+    p.add_argument("--from-json", default=None, metavar="FILE",
+                   help="re-render the table of a previous --out JSON (no evaluation)")
+
+
+def _model(args) -> int:
+    from kinemesh.eval.model import ModelEvalConfig, evaluate, render, summarize
+
+    if args.from_json:
+        if not Path(args.from_json).is_file():
+            raise InputFileError(args.from_json, "JSON of a previous `kinemesh eval model --out` not found")
+        rows = json.loads(Path(args.from_json).read_text())["rows"]
+    else:
+        cfg = config_from(args, ModelEvalConfig)
+        res = evaluate(cfg)
+        rows = res.rows
+        if args.out:
+            write_text(args.out, json.dumps({"summary": summarize(rows), "rows": rows, "split": cfg.split,
+                                             "checkpoint": cfg.checkpoint or "default",
+                                             "model_info": res.model_info}, indent=1) + "\n")
+    table = render(rows)
+    print(table)
+    if args.out:
+        write_text(Path(args.out).with_suffix(".md"), table + "\n")
+    return 0
+
+
+BENCHMARKS = {"model": (_model_options, _model)}
 
 
 def register(sub) -> None:
+    import importlib
+
     p = sub.add_parser("eval", help="print and record evaluation tables on held-out data")
     bench = p.add_subparsers(dest="benchmark", metavar="BENCHMARK")
-    for name in _benchmarks():
+    for name in sorted(BENCHMARKS) + ["articulation", "dynamics", "ik"]:
         module = importlib.import_module(f"kinemesh.eval.{name}")
         doc = (module.__doc__ or name).strip().splitlines()[0]
         q = bench.add_parser(name, help=doc, description=doc)
-        module.add_arguments(q)
-        q.set_defaults(func=module.run)
+        options, run = BENCHMARKS.get(name, (getattr(module, "add_arguments", None), getattr(module, "run", None)))
+        options(q)
+        q.set_defaults(func=run)
     p.set_defaults(func=lambda args: p.print_help() or 2)

@@ -14,30 +14,35 @@ For every held-out instance (M0 = its rest mesh):
 
 from __future__ import annotations
 
-import json
-import logging
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 
-log = logging.getLogger(__name__)
+from kinemesh.errors import ConfigError
+from kinemesh.eval import Result, check, option
+
 ATTACH_TOL = 0.02  # gap increase (fraction of object size) above which two touching parts count as detached
 TOUCH = 0.02  # parts closer than this (fraction of size) at rest are "attached" neighbours
 
 
-def add_arguments(p) -> None:
-    p.add_argument("--data", default=None, help="dataset folder with manifest.jsonl (required unless --from-json)")
-    p.add_argument("--checkpoint", default=None, help="checkpoint folder (default: the shipped model)")
-    p.add_argument("--split", default="auto", help="auto (test, else val) or a split name")
-    p.add_argument("--max-instances", type=int, default=60, help="held-out instances to evaluate (balanced by kind)")
-    p.add_argument("--frames", type=int, default=4, help="target frames per instance")
-    p.add_argument("--samples", type=int, default=8, help="prior samples per instance")
-    p.add_argument("--n-points", type=int, default=2048, help="surface points per instance")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=None, help="write per-instance rows and the summary as JSON")
-    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    p.add_argument("--from-json", default=None, metavar="FILE",
-                   help="re-render the table of a previous --out JSON (no evaluation)")
+@dataclass
+class ModelEvalConfig:
+    """Options of ``kinemesh eval model``. Raises ConfigError."""
+
+    data: str | None = option(None, "dataset folder with manifest.jsonl (required unless --from-json)")
+    checkpoint: str | None = option(None, "checkpoint folder (default: the shipped model)")
+    split: str = option("auto", "auto (test, else val) or a split name")
+    max_instances: int = option(60, "held-out instances to evaluate (balanced by kind)", min=1)
+    frames: int = option(4, "target frames per instance", min=1)
+    samples: int = option(8, "prior samples per instance", min=1)
+    n_points: int = option(2048, "surface points per instance", min=1)
+    seed: int = option(0)
+    device: str = option("cpu", choices=("cpu", "cuda"))
+
+    def __post_init__(self):
+        check(self, "model")
+        if self.data is None:
+            raise ConfigError("eval model: give --data DIR (or --from-json FILE)")
 
 
 def surface_area(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
@@ -85,18 +90,25 @@ def _pick(entries: list[dict], n: int, seed: int) -> list[dict]:
     return out
 
 
-def evaluate(model, entries: list[dict], frames: int = 4, samples: int = 8, n_points: int = 2048,
-             seed: int = 0) -> tuple[list[dict], dict]:
-    """Per-instance rows and a per-kind summary (see module docstring)."""
+def evaluate(cfg: ModelEvalConfig) -> Result:
+    """Per-instance rows (see module docstring) of the held-out split of ``cfg.data``. Raises ConfigError,
+    InputFileError."""
     import torch
-    from kinemesh.progress import tqdm
 
     from kinemesh.data.sequence import KinematicSequence
     from kinemesh.geometry import metrics
-    from kinemesh.model.data import FREE_BODY_KINDS, remove_rigid_motion
+    from kinemesh.model import load_model
+    from kinemesh.model.data import FREE_BODY_KINDS, read_manifest_entries, remove_rigid_motion, select_split
+    from kinemesh.progress import tqdm
 
+    entries = read_manifest_entries(cfg.data)
+    held = (select_split(entries, "test") or select_split(entries, "heldout")) if cfg.split == "auto" else \
+        select_split(entries, cfg.split)
+    if not held:
+        raise ConfigError(f"{cfg.data}: no entries in split {cfg.split!r}")
+    model = load_model(cfg.checkpoint, device=cfg.device)
     rows = []
-    for e in tqdm(entries, desc="eval model", unit="instance"):
+    for e in tqdm(_pick(held, cfg.max_instances, cfg.seed), desc="eval model", unit="instance"):
         seq = KinematicSequence.load(e["_path"])
         rest = seq.rest_vertices.astype(np.float64)
         faces = seq.faces.astype(np.int64)
@@ -105,11 +117,11 @@ def evaluate(model, entries: list[dict], frames: int = 4, samples: int = 8, n_po
             frames_all = np.stack([remove_rigid_motion(rest, f) for f in frames_all])
         size = float((rest.max(0) - rest.min(0)).max())
         # as a user would call it: no part labels, vertices follow points of their connected component
-        inst = model.instance(rest, faces, n_points=n_points, seed=seed)
+        inst = model.instance(rest, faces, n_points=cfg.n_points, seed=cfg.seed)
         row = {"path": str(e.get("path", e["_path"])), "kind": seq.kind, "category": seq.category, "size_m": size}
         # posterior reconstruction of the frames that move most (known correspondences)
         motion = np.linalg.norm(frames_all - rest[None], axis=-1).mean(-1)
-        order = np.argsort(-motion)[:frames]
+        order = np.argsort(-motion)[:cfg.frames]
         err, mot, expl, cd, cd0 = [], [], [], [], []
         for t in order:
             target = frames_all[t]
@@ -121,27 +133,27 @@ def evaluate(model, entries: list[dict], frames: int = 4, samples: int = 8, n_po
             err.append(metrics.mean_vertex_error(fit, target))
             mot.append(float(motion[t]))
             expl.append(metrics.motion_explained(fit, target, rest))
-            cd.append(metrics.chamfer(fit / size, target / size, faces, faces, n_samples=4000, seed=seed))
-            cd0.append(metrics.chamfer(rest / size, target / size, faces, faces, n_samples=4000, seed=seed))
+            cd.append(metrics.chamfer(fit / size, target / size, faces, faces, n_samples=4000, seed=cfg.seed))
+            cd0.append(metrics.chamfer(rest / size, target / size, faces, faces, n_samples=4000, seed=cfg.seed))
         if err:
             row.update(rel_vertex_error=float(np.sum(err) / np.sum(mot)), motion_explained=float(np.mean(expl)),
                        chamfer_l1=float(np.mean(cd)), chamfer_l1_rest=float(np.mean(cd0)))
         # prior samples
-        z = inst.prior_sample(samples, seed=seed)
+        z = inst.prior_sample(cfg.samples, seed=cfg.seed)
         with torch.no_grad():
             pv = inst.vertices(z).cpu().double().numpy()
         row["prior_motion"] = float(np.linalg.norm(pv - rest, axis=-1).mean() / size)
         if seq.kind == "articulated" and seq.part_ids is not None:
-            row["rigidity"] = metrics.within_part_rigidity(rest, pv, seq.part_ids, seed=seed)
+            row["rigidity"] = metrics.within_part_rigidity(rest, pv, seq.part_ids, seed=cfg.seed)
             row["attached"], row["gap_increase"] = attachment(rest, pv, seq.part_ids, size)
             # the same measures on the training data's own frames (what real motion looks like)
-            row["data_rigidity"] = metrics.within_part_rigidity(rest, frames_all, seq.part_ids, seed=seed)
+            row["data_rigidity"] = metrics.within_part_rigidity(rest, frames_all, seq.part_ids, seed=cfg.seed)
         else:
             a0 = surface_area(rest, faces)
             row["area_change"] = float(np.abs(surface_area(pv, faces) / a0 - 1).mean())
             row["data_area_change"] = float(np.abs(surface_area(frames_all, faces) / a0 - 1).mean())
         rows.append(row)
-    return rows, summarize(rows)
+    return Result(rows, model.info)
 
 
 def summarize(rows: list[dict]) -> dict:
@@ -162,7 +174,9 @@ def summarize(rows: list[dict]) -> dict:
     return summary
 
 
-def format_table(summary: dict) -> str:
+def render(rows: list[dict]) -> str:
+    """The per-kind markdown table of :func:`summarize` of ``rows``."""
+    summary = summarize(rows)
     cols = [("instances", "n", "{:d}"), ("rel_vertex_error", "posterior vertex err / motion", "{:.3f}"),
             ("motion_explained", "motion explained (mean)", "{:.3f}"),
             ("motion_explained_median", "motion explained (median)", "{:.3f}"), ("chamfer_l1", "Chamfer-L1", "{:.4f}"),
@@ -174,38 +188,3 @@ def format_table(summary: dict) -> str:
         cells = [(fmt.format(int(s[k]) if k == "instances" else s[k]) if k in s else "-") for k, _, fmt in cols]
         lines.append(f"| {kind} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def run(args) -> int:
-    from kinemesh.atomic import write_text
-    from kinemesh.errors import ConfigError
-    from kinemesh.model import load_model
-    from kinemesh.model.data import read_manifest_entries, select_split
-
-    if args.from_json:
-        rows = json.loads(Path(args.from_json).read_text())["rows"]
-        table = format_table(summarize(rows))
-        print(table)
-        if args.out:
-            write_text(Path(args.out).with_suffix(".md"), table + "\n")
-        return 0
-    if args.data is None:
-        raise ConfigError("eval model: give --data DIR (or --from-json FILE)")
-    entries = read_manifest_entries(args.data)
-    if args.split == "auto":
-        held = select_split(entries, "test") or select_split(entries, "heldout")
-    else:
-        held = select_split(entries, args.split)
-    if not held:
-        raise ConfigError(f"{args.data}: no entries in split {args.split!r}")
-    model = load_model(args.checkpoint, device=args.device)
-    rows, summary = evaluate(model, _pick(held, args.max_instances, args.seed), args.frames, args.samples,
-                             args.n_points, args.seed)
-    table = format_table(summary)
-    print(table)
-    if args.out:
-        write_text(args.out, json.dumps({"summary": summary, "rows": rows, "split": args.split,
-                                         "checkpoint": args.checkpoint or "default",
-                                         "model_info": model.info}, indent=1) + "\n")
-        write_text(Path(args.out).with_suffix(".md"), table + "\n")
-    return 0
