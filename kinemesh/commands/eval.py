@@ -8,12 +8,15 @@ calls ``evaluate``, prints the table and writes the files atomically.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from dataclasses import MISSING, fields
 from pathlib import Path
 
 from kinemesh.atomic import write_text
 from kinemesh.errors import InputFileError
+
+log = logging.getLogger(__name__)
 
 
 def add_config(p, config) -> None:
@@ -75,7 +78,62 @@ def _model(args) -> int:
     return 0
 
 
-BENCHMARKS = {"model": (_model_options, _model)}
+# ------------------------------------------------------------------------------------------------ ik
+def _ik_options(p) -> None:
+    from kinemesh.eval.ik import IKEvalConfig
+
+    add_config(p, IKEvalConfig)
+    p.add_argument("--from-rows", nargs="+", default=None, metavar="ROWS",
+                   help="only render the table from saved rows files (e.g. of runs split over processes)")
+    p.add_argument("--histogram", default=None, metavar="PNG",
+                   help="histogram of the per-target motion explained by NeuROK (reduced q), all groups")
+    p.add_argument("--out", default=None, help="markdown file for the table (e.g. docs/results/ik.md)")
+
+
+def _ik(args) -> int:
+    from kinemesh.eval.ik import IKEvalConfig, evaluate, header, read_rows, render
+
+    if args.from_rows:
+        rows = read_rows(args.from_rows)
+        command = " ".join(["kinemesh eval ik --from-rows", *args.from_rows] +
+                           [f"--{k} {v}" for k, v in (("out", args.out), ("histogram", args.histogram)) if v])
+        text = render(rows, command, [], f"Rendered from saved per-target rows ({', '.join(args.from_rows)}); "
+                      "see the commands that produced them below the table.")
+    else:
+        cfg = config_from(args, IKEvalConfig)
+        res = evaluate(cfg)
+        rows = res.rows
+        command = "kinemesh eval ik " + " ".join(sys.argv[3:]) if sys.argv[1:3] == ["eval", "ik"] else command_line(
+            "ik", args, "data split checkpoint real max_targets frames_per_seq methods subspace_method k_q rigidity "
+                        "fit_loss seed out ablation")
+        text = render(rows, command, res.notes, header(cfg, res.model_info))
+    print(text)
+    if args.out:
+        write_text(args.out, text + "\n")
+    if args.histogram:
+        _histogram(rows, args.histogram)
+    return 0
+
+
+def _histogram(rows: list[dict], path: str, method: str = "neurok") -> None:
+    """PNG histogram of the per-target motion explained (1 - vertex error / rest vertex error) of ``method``."""
+    import numpy as np
+
+    from kinemesh.viz.plots import plot_histogram
+
+    proto = "vertex" if any(r.get("fit_loss") == "vertex" for r in rows) else "chamfer"
+    vals = [1.0 - r["vertex_error"] / r["rest_vertex_error"] for r in rows
+            if r["method"] == method and r.get("fit_loss", "chamfer") == proto
+            and r.get("vertex_error") is not None and r.get("rest_vertex_error")]
+    if not vals:
+        log.warning("--histogram: no %s rows with vertex errors; nothing plotted", method)
+        return
+    out = plot_histogram(path, np.clip(vals, -1.0, 1.0), xlabel="motion explained per target (clipped to [-1, 1])",
+                         title=f"IK, {method}, protocol '{proto}': {len(vals)} held-out targets", bins=20)
+    print(f"wrote {out}")
+
+
+BENCHMARKS = {"model": (_model_options, _model), "ik": (_ik_options, _ik)}
 
 
 def register(sub) -> None:
@@ -83,7 +141,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("eval", help="print and record evaluation tables on held-out data")
     bench = p.add_subparsers(dest="benchmark", metavar="BENCHMARK")
-    for name in sorted(BENCHMARKS) + ["articulation", "dynamics", "ik"]:
+    for name in sorted(BENCHMARKS) + ["articulation", "dynamics"]:
         module = importlib.import_module(f"kinemesh.eval.{name}")
         doc = (module.__doc__ or name).strip().splitlines()[0]
         q = bench.add_parser(name, help=doc, description=doc)

@@ -19,7 +19,6 @@ import json
 import logging
 import math
 import random
-import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from kinemesh.errors import ConfigError, InputFileError, KinemeshError
+from kinemesh.eval import Result, check, option
 
 log = logging.getLogger(__name__)
 
@@ -50,48 +50,56 @@ GROUPS = {"val": "validation instances", "test": "held-out instances", "test_cat
 PAPER = "| NeuROK (paper, PartNet-Mobility, GPU) | 0.028 | 0.028 | 0.764 | - | - | - | - |"
 
 
-def add_arguments(p) -> None:
-    p.add_argument("--data", default=None, help="dataset folder with manifest.jsonl (synthetic held-out splits)")
-    p.add_argument("--split", choices=("all", "test", "test_category", "val"), default="all",
-                   help="held-out instances (test), held-out categories (test_category) or both (all); val = the "
-                        "validation split, for choosing IK settings without looking at the test splits")
-    p.add_argument("--checkpoint", default=None, help="model checkpoint folder (default: the shipped model)")
-    p.add_argument("--real", default=None, help="folder of real PartNet-Mobility objects (never trained on)")
-    p.add_argument("--real-configs", type=int, default=2, help="sampled joint configurations per real object")
-    p.add_argument("--real-max-vertices", type=int, default=10000, help="vertex budget of a real object")
-    p.add_argument("--max-targets", type=int, default=30, help="targets per split group (seeded subset)")
-    p.add_argument("--frames-per-seq", type=int, default=2, help="target frames per held-out sequence")
-    p.add_argument("--methods", default=",".join(METHODS), help=f"comma list of {', '.join(METHODS)}")
-    p.add_argument("--ablation", action="append", default=[], metavar="NAME=DIR",
-                   help="also evaluate NeuROK with another checkpoint (repeatable)")
-    p.add_argument("--pool-size", type=int, default=200, help="training deformations per PCA/nearest pool")
-    p.add_argument("--calibrated-prior", action="store_true",
-                   help="reduce in the calibrated prior (kinemesh calibrate) instead of N(mu_cond, I)")
-    p.add_argument("--subspace-method", choices=("jacobian", "gradient"), default="jacobian")
-    p.add_argument("--k-q", type=int, default=None, help="fixed reduced dimension (default: 99%% explained)")
-    p.add_argument("--rigidity", type=float, default=0.0, help="IK rigidity weight for NeuROK")
-    p.add_argument("--fit-loss", choices=("both", "vertex", "chamfer"), default="both",
-                   help="data term of every method: vertex (the target is a pose of the same mesh, vertex "
-                        "correspondences known: the paper's setting), chamfer (no correspondences, as for a scan), "
-                        "or both protocols side by side (default)")
-    p.add_argument("--ik-steps", type=int, default=None,
-                   help="override the Adam steps of every method (L-BFGS gets half); for quick runs")
-    p.add_argument("--metric-samples", type=int, default=10000, help="surface samples per side for Chamfer")
-    p.add_argument("--iou-points", type=int, default=20000, help="query points for volumetric IoU (watertight)")
-    p.add_argument("--iou-voxels", type=int, default=32,
-                   help="voxel grid resolution of IoU for meshes that are not watertight (real objects, cloth)")
-    p.add_argument("--spectrum", default=None,
-                   help="PNG of the active-subspace eigen-spectrum of the first evaluated instance")
-    p.add_argument("--histogram", default=None, metavar="PNG",
-                   help="histogram of the per-target motion explained by NeuROK (reduced q), all groups")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--rows", default=None,
-                   help="per-target rows as JSON lines, rewritten after every target; targets already in it are "
-                        "skipped (resume)")
-    p.add_argument("--from-rows", nargs="+", default=None, metavar="ROWS",
-                   help="only render the table from saved rows files (e.g. of runs split over processes)")
-    p.add_argument("--out", default=None, help="markdown file for the table (e.g. docs/results/ik.md)")
-    p.add_argument("--device", choices=("cpu",), default="cpu")
+@dataclass
+class IKEvalConfig:
+    """Options of ``kinemesh eval ik``; ``methods`` may be a comma list. Raises ConfigError."""
+
+    data: str | None = option(None, "dataset folder with manifest.jsonl (synthetic held-out splits)")
+    split: str = option("all", "held-out instances (test), held-out categories (test_category) or both (all); val = "
+                        "the validation split, for choosing IK settings without looking at the test splits",
+                        choices=("all", "test", "test_category", "val"))
+    checkpoint: str | None = option(None, "model checkpoint folder (default: the shipped model)")
+    real: str | None = option(None, "folder of real PartNet-Mobility objects (never trained on)")
+    real_configs: int = option(2, "sampled joint configurations per real object", min=1)
+    real_max_vertices: int = option(10000, "vertex budget of a real object", min=1)
+    max_targets: int = option(30, "targets per split group (seeded subset)", min=1)
+    frames_per_seq: int = option(2, "target frames per held-out sequence", min=1)
+    methods: tuple | str = option(",".join(METHODS), f"comma list of {', '.join(METHODS)}")
+    ablation: list = option([], "also evaluate NeuROK with another checkpoint (repeatable)", metavar="NAME=DIR",
+                            action="append")
+    pool_size: int = option(200, "training deformations per PCA/nearest pool", min=1)
+    calibrated_prior: bool = option(False, "reduce in the calibrated prior (kinemesh calibrate) instead of "
+                                    "N(mu_cond, I)")
+    subspace_method: str = option("jacobian", choices=("jacobian", "gradient"))
+    k_q: int | None = option(None, "fixed reduced dimension (default: 99%% explained)", type=int, min=1)
+    rigidity: float = option(0.0, "IK rigidity weight for NeuROK")
+    fit_loss: str = option("both", "data term of every method: vertex (the target is a pose of the same mesh, vertex "
+                           "correspondences known: the paper's setting), chamfer (no correspondences, as for a "
+                           "scan), or both protocols side by side (default)", choices=("both", "vertex", "chamfer"))
+    ik_steps: int | None = option(None, "override the Adam steps of every method (L-BFGS gets half); for quick runs",
+                                  type=int, min=1)
+    metric_samples: int = option(10000, "surface samples per side for Chamfer", min=1)
+    iou_points: int = option(20000, "query points for volumetric IoU (watertight)", min=1)
+    iou_voxels: int = option(32, "voxel grid resolution of IoU for meshes that are not watertight (real objects, "
+                             "cloth)", min=2)
+    spectrum: str | None = option(None, "PNG of the active-subspace eigen-spectrum of the first evaluated instance")
+    seed: int = option(0)
+    rows: str | None = option(None, "per-target rows as JSON lines, rewritten after every target; targets already in "
+                              "it are skipped (resume)")
+    device: str = option("cpu", choices=("cpu",))
+
+    def __post_init__(self):
+        check(self, "ik")
+        if self.data is None and self.real is None:
+            raise ConfigError("give --data DIR (synthetic held-out splits) and/or --real DIR")
+        if isinstance(self.methods, str):
+            self.methods = tuple(m.strip() for m in self.methods.split(",") if m.strip())
+        bad = [m for m in self.methods if m not in METHODS]
+        if bad:
+            raise ConfigError(f"--methods: unknown {bad}, expected some of {METHODS}")
+        bad = [a for a in self.ablation if "=" not in a]
+        if bad:
+            raise ConfigError(f"--ablation {bad[0]!r}: expected NAME=DIR")
 
 
 # ------------------------------------------------------------------------------------------------ targets
@@ -273,11 +281,10 @@ def _ik_configs(steps: int | None = None, loss: str = "chamfer"):
 class Runner:
     """Runs every method on targets, caching per-instance work (model binding, subspace, pool)."""
 
-    def __init__(self, args, models: dict, pools: TrainingPools | None, methods: list[str]):
-        self.args, self.models, self.pools, self.methods = args, models, pools, methods
-        fl = getattr(args, "fit_loss", "both")
-        self.protocols = list(PROTOCOLS) if fl == "both" else [fl]
-        self.cfgs = {p: _ik_configs(args.ik_steps, p) for p in self.protocols}
+    def __init__(self, cfg: IKEvalConfig, models: dict, pools: TrainingPools | None):
+        self.cfg, self.models, self.pools = cfg, models, pools
+        self.protocols = list(PROTOCOLS) if cfg.fit_loss == "both" else [cfg.fit_loss]
+        self.cfgs = {p: _ik_configs(cfg.ik_steps, p) for p in self.protocols}
         self._inst: dict = {}
         self._pool: dict = {}
         self.notes: set[str] = set()
@@ -291,19 +298,19 @@ class Runner:
         if key not in self._inst:
             if len(self._inst) > 8:
                 self._inst.clear()
-            red = replace(IK_REDUCTION, enabled=reduced, k_q=self.args.k_q,
-                          method=self.args.subspace_method, calibrated_prior=self.args.calibrated_prior)
+            red = replace(IK_REDUCTION, enabled=reduced, k_q=self.cfg.k_q,
+                          method=self.cfg.subspace_method, calibrated_prior=self.cfg.calibrated_prior)
             t0 = time.perf_counter()
             b = bind(t.rest_vertices, t.faces, self.models[model_name], reduction=red, n_points=2048,
-                     seed=self.args.seed)
+                     seed=self.cfg.seed)
             dec, sub = b.decoder, b.subspace
-            if sub is not None and getattr(self.args, "spectrum", None) and not self._plotted:
+            if sub is not None and self.cfg.spectrum and not self._plotted:
                 from kinemesh.viz.plots import plot_spectrum
 
-                plot_spectrum(self.args.spectrum, sub.eigenvalues, sub.k)
+                plot_spectrum(self.cfg.spectrum, sub.eigenvalues, sub.k)
                 self._plotted = True
                 self.notes.add(f"eigen-spectrum of {t.name} ({sub.method}, k_q = {sub.k}, "
-                               f"{sub.explained:.3f} explained): {self.args.spectrum}")
+                               f"{sub.explained:.3f} explained): {self.cfg.spectrum}")
             self._inst[key] = (dec, sub, time.perf_counter() - t0)
         return self._inst[key]
 
@@ -316,7 +323,7 @@ class Runner:
             if how == "kind":
                 self.notes.add(f"PCA/nearest pools for '{t.category}' ({GROUPS.get(t.group, t.group)}) use all "
                                f"training sequences of kind '{t.kind}' (category unseen in training)")
-            self._pool[t.instance_key] = B.transferred_pool(t.rest_vertices, seqs, self.args.pool_size, self.args.seed)
+            self._pool[t.instance_key] = B.transferred_pool(t.rest_vertices, seqs, self.cfg.pool_size, self.cfg.seed)
         return self._pool[t.instance_key]
 
     def run(self, t: EvalTarget) -> list[dict]:
@@ -331,10 +338,10 @@ class Runner:
         from kinemesh.ik import make_target, solve
 
         target = make_target(t.target_vertices, t.faces, t.rest_vertices, t.faces,
-                             correspondences=proto == "vertex", seed=self.args.seed)
+                             correspondences=proto == "vertex", seed=self.cfg.seed)
         cfgs = self.cfgs[proto]
         rows = []
-        jobs = list(self.methods) + [f"ablation:{n}" for n in self.models if n != "default"]
+        jobs = list(self.cfg.methods) + [f"ablation:{n}" for n in self.models if n != "default"]
         for m in jobs:
             t0 = time.perf_counter()
             setup = 0.0
@@ -344,7 +351,7 @@ class Runner:
                 elif m in ("neurok", "neurok_q", "neurok_z") or m.startswith("ablation:"):
                     name = m.split(":", 1)[1] if m.startswith("ablation:") else "default"
                     dec, sub, setup = self._neurok(name, t, reduced=m != "neurok_z")
-                    cfg = replace(cfgs["neurok"], rigidity_weight=self.args.rigidity,
+                    cfg = replace(cfgs["neurok"], rigidity_weight=self.cfg.rigidity,
                                   refine_z_steps=0 if m == "neurok_q" else cfgs["neurok"].refine_z_steps)
                     fit = solve(dec, target, cfg).vertices
                 elif m in ("pca", "nearest"):
@@ -352,20 +359,20 @@ class Runner:
                         continue
                     pool = self._pool_for(t)
                     if m == "pca":
-                        dec = B.pca_decoder(t.rest_vertices, t.faces, pool, seed=self.args.seed)
+                        dec = B.pca_decoder(t.rest_vertices, t.faces, pool, seed=self.cfg.seed)
                         fit = solve(dec, target, cfgs["pca"]).vertices
                     else:
-                        fit = B.nearest_pose(t.rest_vertices, t.faces, pool, target, seed=self.args.seed)[0]
+                        fit = B.nearest_pose(t.rest_vertices, t.faces, pool, target, seed=self.cfg.seed)[0]
                 elif m == "ffd":
-                    dec = B.FreeFormDecoder(t.rest_vertices, t.faces, seed=self.args.seed)
+                    dec = B.FreeFormDecoder(t.rest_vertices, t.faces, seed=self.cfg.seed)
                     fit = solve(dec, target, cfgs["ffd"], regularizer=dec.regularizer).vertices
                 elif m == "oracle":
                     if t.kind != "articulated" or not t.joints or t.part_ids is None or not t.part_names:
                         continue
                     dec = B.ArticulationDecoder(t.rest_vertices, t.faces, t.part_ids, t.part_names, t.joints,
-                                                seed=self.args.seed)
+                                                seed=self.cfg.seed)
                     cfg = cfgs["oracle"]
-                    init = dec.sample_latents(max(cfg.n_candidates - 1, 1), seed=self.args.seed)
+                    init = dec.sample_latents(max(cfg.n_candidates - 1, 1), seed=self.cfg.seed)
                     fit = solve(dec, target, cfg, init=init).vertices
                 else:
                     raise ConfigError(f"unknown IK method {m!r}")
@@ -379,8 +386,8 @@ class Runner:
             if m == "rest" and rest_metrics:
                 metrics = rest_metrics
             else:
-                metrics = score(np.asarray(fit, dtype=np.float64), t, self.args.metric_samples,
-                                self.args.iou_points, self.args.seed, self.args.iou_voxels)
+                metrics = score(np.asarray(fit, dtype=np.float64), t, self.cfg.metric_samples,
+                                self.cfg.iou_points, self.cfg.seed, self.cfg.iou_voxels)
                 if m == "rest":
                     rest_metrics.update(metrics)
             row.update(metrics)
@@ -530,132 +537,72 @@ PROTOCOL = [
 
 
 # ------------------------------------------------------------------------------------------------ run
-def run(args) -> int:
+def evaluate(cfg: IKEvalConfig) -> Result:
+    """Rows (one per target, method and protocol) of every method on the held-out targets; with ``cfg.rows``
+    the rows file is rewritten after every target and targets already in it are skipped. Raises
+    InputFileError, KinemeshError."""
+    from kinemesh.atomic import write_text
+    from kinemesh.model import load_model
     from kinemesh.progress import tqdm
 
-    from kinemesh.atomic import write_text
-
-    if args.from_rows:
-        rows = []
-        for f in args.from_rows:
-            p = Path(f)
-            if not p.is_file():
-                raise InputFileError(p, "rows file not found")
-            rows += [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
-        seen, unique = set(), []  # several rows files may share rows (e.g. the rest pose of the same targets)
-        for r in rows:
-            key = (r["group"], r["target"], r["method"], r.get("fit_loss", "chamfer"))
-            if key not in seen:
-                seen.add(key)
-                unique.append(r)
-        rows = unique
-        if not rows:
-            raise KinemeshError("the rows files hold no rows")
-        command = "kinemesh eval ik --from-rows " + " ".join(args.from_rows)
-        if args.out:
-            command += f" --out {args.out}"
-        if args.histogram:
-            command += f" --histogram {args.histogram}"
-        text = render(rows, command, [], f"Rendered from saved per-target rows ({', '.join(args.from_rows)}); "
-                      "see the commands that produced them below the table.")
-        print(text)
-        if args.out:
-            write_text(args.out, text + "\n")
-        _histogram(rows, args.histogram)
-        return 0
-    if args.data is None and args.real is None:
-        raise ConfigError("give --data DIR (synthetic held-out splits) and/or --real DIR")
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    bad = [m for m in methods if m not in METHODS]
-    if bad:
-        raise ConfigError(f"--methods: unknown {bad}, expected some of {METHODS}")
-    if args.max_targets < 1 or args.frames_per_seq < 1:
-        raise ConfigError("--max-targets and --frames-per-seq must be >= 1")
-    from kinemesh.model import load_model
-
-    models = {"default": load_model(args.checkpoint, device=args.device)}
-    trained = bool(models["default"].info.get("trained", True))
-    for spec in args.ablation:
-        if "=" not in spec:
-            raise ConfigError(f"--ablation {spec!r}: expected NAME=DIR")
-        name, folder = spec.split("=", 1)
-        models[name] = load_model(folder, device=args.device)
-
+    data = Path(cfg.data) if cfg.data else None
+    if data is not None and not (data / "manifest.jsonl").is_file():
+        raise InputFileError(data / "manifest.jsonl", "dataset manifest not found")
+    if cfg.real and not Path(cfg.real).is_dir():
+        raise InputFileError(cfg.real, "real-objects folder not found")
+    models = {"default": load_model(cfg.checkpoint, device=cfg.device)}
+    models.update({name: load_model(folder, device=cfg.device)
+                   for name, folder in (a.split("=", 1) for a in cfg.ablation)})
     targets, train = [], []
-    data = Path(args.data) if args.data else None
     if data is not None:
-        if not (data / "manifest.jsonl").is_file():
-            raise InputFileError(data / "manifest.jsonl", "dataset manifest not found")
-        splits = ("test", "test_category") if args.split == "all" else (args.split,)
-        by_split, train = synthetic_targets(data, splits, args.max_targets, args.frames_per_seq, args.seed)
-        for s in splits:
-            targets += by_split[s]
-    if args.real:
-        real = Path(args.real)
-        if not real.is_dir():
-            raise InputFileError(real, "real-objects folder not found")
-        targets += real_targets(real, args.real_configs, args.real_max_vertices, args.seed, args.max_targets)
+        splits = ("test", "test_category") if cfg.split == "all" else (cfg.split,)
+        by_split, train = synthetic_targets(data, splits, cfg.max_targets, cfg.frames_per_seq, cfg.seed)
+        targets = [t for s in splits for t in by_split[s]]
+    if cfg.real:
+        targets += real_targets(Path(cfg.real), cfg.real_configs, cfg.real_max_vertices, cfg.seed, cfg.max_targets)
     if not targets:
         raise KinemeshError("no held-out targets found (empty splits?)")
-    pools = TrainingPools(data, train, seed=args.seed) if (data is not None and train) else None
-    runner = Runner(args, models, pools, methods)
-    if pools is None and any(m in methods for m in ("pca", "nearest")):
+    pools = TrainingPools(data, train, seed=cfg.seed) if (data is not None and train) else None
+    runner = Runner(cfg, models, pools)
+    if pools is None and any(m in cfg.methods for m in ("pca", "nearest")):
         runner.notes.add("PCA / nearest-pose baselines skipped: no training split available")
-    rows = []
-    if args.rows and Path(args.rows).is_file():
-        rows = [json.loads(line) for line in Path(args.rows).read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = read_rows([cfg.rows]) if cfg.rows and Path(cfg.rows).is_file() else []
+    if rows:
         done = {r["target"] for r in rows}
-        log.info("resuming: %d targets already in %s", len(done), args.rows)
+        log.info("resuming: %d targets already in %s", len(done), cfg.rows)
         targets = [t for t in targets if t.name not in done]
     for t in tqdm(targets, desc="eval ik", unit="target"):
         rows += runner.run(t)
-        if args.rows:
-            write_text(args.rows, "".join(json.dumps(r) + "\n" for r in rows))
-    command = "kinemesh eval ik " + " ".join(sys.argv[3:]) if sys.argv[1:3] == ["eval", "ik"] else \
-        "kinemesh eval ik " + _reconstruct(args)
-    header = (
-        f"Checkpoint: {args.checkpoint or 'default (kinemesh/assets/checkpoints/default)'}"
+        if cfg.rows:
+            write_text(cfg.rows, "".join(json.dumps(r) + "\n" for r in rows))
+    return Result(rows, models["default"].info, sorted(runner.notes))
+
+
+def read_rows(paths) -> list[dict]:
+    """Rows of saved JSON-lines files, without the rows several files share (e.g. the rest pose of the same
+    targets). Raises InputFileError, KinemeshError (no rows)."""
+    seen, rows = set(), []
+    for f in map(Path, paths):
+        if not f.is_file():
+            raise InputFileError(f, "rows file not found")
+        for r in (json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()):
+            key = (r["group"], r["target"], r["method"], r.get("fit_loss", "chamfer"))
+            if key not in seen:
+                seen.add(key)
+                rows.append(r)
+    if not rows:
+        raise KinemeshError("the rows files hold no rows")
+    return rows
+
+
+def header(cfg: IKEvalConfig, model_info: dict) -> str:
+    """The line above the tables: checkpoint (and whether it is trained), subspace, normalization."""
+    trained = bool(model_info.get("trained", True))
+    return (
+        f"Checkpoint: {cfg.checkpoint or 'default (kinemesh/assets/checkpoints/default)'}"
         f"{'' if trained else ' -- UNTRAINED model, numbers are meaningless'}; "
-        f"active subspace: {args.subspace_method}, k_q {'auto (99% explained, <= 32)' if args.k_q is None else args.k_q}. "
+        f"active subspace: {cfg.subspace_method}, k_q {'auto (99% explained, <= 32)' if cfg.k_q is None else cfg.k_q}. "
         "Metrics after normalizing the rest shape to a unit longest bbox side. Paper numbers are on "
         "PartNet-Mobility with an unspecified normalization (the "
         "anchor row), not directly comparable."
     )
-    text = render(rows, command, sorted(runner.notes), header)
-    print(text)
-    if args.out:
-        write_text(args.out, text + "\n")
-    _histogram(rows, args.histogram)
-    return 0
-
-
-def _histogram(rows: list[dict], path: str | None, method: str = "neurok") -> None:
-    """PNG histogram of the per-target motion explained (1 - vertex error / rest vertex error) of ``method``."""
-    if not path:
-        return
-    from kinemesh.viz.plots import plot_histogram
-
-    proto = "vertex" if any(r.get("fit_loss") == "vertex" for r in rows) else "chamfer"
-    vals = [1.0 - r["vertex_error"] / r["rest_vertex_error"] for r in rows
-            if r["method"] == method and r.get("fit_loss", "chamfer") == proto
-            and r.get("vertex_error") is not None and r.get("rest_vertex_error")]
-    if not vals:
-        log.warning("--histogram: no %s rows with vertex errors; nothing plotted", method)
-        return
-    out = plot_histogram(path, np.clip(vals, -1.0, 1.0), xlabel="motion explained per target (clipped to [-1, 1])",
-                         title=f"IK, {method}, protocol '{proto}': {len(vals)} held-out targets", bins=20)
-    print(f"wrote {out}")
-
-
-def _reconstruct(args) -> str:
-    parts = []
-    for k in ("data", "split", "checkpoint", "real", "max_targets", "frames_per_seq", "methods", "subspace_method",
-              "k_q", "rigidity", "fit_loss", "seed", "from_rows", "out"):
-        v = getattr(args, k, None)
-        if isinstance(v, list):
-            v = " ".join(v)
-        if v is not None:
-            parts.append(f"--{k.replace('_', '-')} {v}")
-    for a in args.ablation:
-        parts.append(f"--ablation {a}")
-    return " ".join(parts)
