@@ -20,6 +20,7 @@ import torch
 
 from kinemesh.atomic import write_text
 from kinemesh.data.articulated import ArticulatedObject, Joint, Part
+from kinemesh.data.manifest import entry_for
 from kinemesh.data.sequence import KinematicSequence
 
 
@@ -188,7 +189,7 @@ def bending_bar(rng: np.random.Generator, n_frames: int) -> KinematicSequence:
 
 def write_toy_dataset(folder: str | os.PathLike, n_train: int = 6, n_val: int = 2, n_frames: int = 6,
                       seed: int = 0) -> Path:
-    """Write ``folder/manifest.jsonl`` and npz sequences (hinged boxes and bending bars)."""
+    """Write ``folder/manifest.jsonl`` (complete entries) and npz sequences (hinged boxes and bending bars)."""
     folder = Path(folder)
     rng = np.random.default_rng(seed)
     lines = []
@@ -202,7 +203,7 @@ def write_toy_dataset(folder: str | os.PathLike, n_train: int = 6, n_val: int = 
             seq = bending_bar(rng, n_frames)
         rel = f"{seq.kind}/{seq.category}/{i:04d}.npz"
         seq.save(folder / rel)
-        lines.append(json.dumps({"path": rel, "split": split, "kind": seq.kind, "category": seq.category}))
+        lines.append(json.dumps(entry_for(seq, folder / rel, folder, split=split)))
     write_text(folder / "manifest.jsonl", "\n".join(lines) + "\n")
     return folder
 

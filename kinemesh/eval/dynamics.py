@@ -13,9 +13,13 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from kinemesh.errors import ConfigError
+from kinemesh.eval import Result, check, option
 
 log = logging.getLogger(__name__)
 
@@ -24,20 +28,28 @@ KINDS = {"door": "articulated", "beam": "elastic", "cloth": "cloth"}  # object k
 SEED_BASE = 7_000_000  # well outside the seeds the dataset generator uses
 
 
-def add_arguments(p) -> None:
-    p.add_argument("--data", default="eval_data/dynamics", metavar="DIR",
-                   help="folder caching the MuJoCo ground-truth sequences (generated when missing)")
-    p.add_argument("--checkpoint", default=None, metavar="DIR", help="model checkpoint (default: shipped one)")
-    p.add_argument("--per-scenario", type=int, default=2, help="objects per scenario (default 2)")
-    p.add_argument("--scenarios", default=",".join(SCENARIOS), help="comma-separated subset of door,beam,cloth")
-    p.add_argument("--frames", type=int, default=24, help="ground-truth frames per rollout (default 24)")
-    p.add_argument("--k-q", type=int, default=8, help="reduced coordinates of both models (default 8)")
-    p.add_argument("--points", type=int, default=512)
-    p.add_argument("--barrier-radius", type=float, default=None, metavar="STD",
-                   help="soft barrier radius in prior std for both models (default: the kind's, articulated 2, "
-                        "elastic and cloth 3)")
-    p.add_argument("--samples", type=int, default=2000, help="surface samples per Chamfer evaluation")
-    p.add_argument("--out", default="docs/results/dynamics.md", help="markdown table to write")
+@dataclass
+class DynamicsEvalConfig:
+    """Options of ``kinemesh eval dynamics``; ``scenarios`` may be a comma list. Raises ConfigError."""
+
+    data: str = option("eval_data/dynamics", "folder caching the MuJoCo ground-truth sequences (generated when "
+                       "missing)", metavar="DIR")
+    checkpoint: str | None = option(None, "model checkpoint (default: shipped one)", metavar="DIR")
+    per_scenario: int = option(2, "objects per scenario (default 2)", min=1)
+    scenarios: tuple | str = option(",".join(SCENARIOS), "comma-separated subset of door,beam,cloth")
+    frames: int = option(24, "ground-truth frames per rollout (default 24)", min=2)
+    k_q: int = option(8, "reduced coordinates of both models (default 8)", min=1)
+    points: int = option(512, min=1)
+    barrier_radius: float | None = option(None, "soft barrier radius in prior std for both models (default: the "
+                                          "kind's, articulated 2, elastic and cloth 3)", type=float, metavar="STD")
+    samples: int = option(2000, "surface samples per Chamfer evaluation", min=1)
+
+    def __post_init__(self):
+        check(self, "dynamics")
+        if isinstance(self.scenarios, str):
+            self.scenarios = tuple(s.strip() for s in self.scenarios.split(",") if s.strip())
+        if not self.scenarios or any(s not in SCENARIOS for s in self.scenarios):
+            raise ConfigError(f"--scenarios {','.join(self.scenarios)!r}: choose from {','.join(SCENARIOS)}")
 
 
 # ---------------------------------------------------------------- ground truth
@@ -193,58 +205,54 @@ def _chamfer_frames(pred, gt, samples: int) -> np.ndarray:
                                gt.faces, n_samples=samples, seed=t) for t in range(gt.n_frames)])
 
 
-def run(args) -> int:
+def evaluate(cfg: DynamicsEvalConfig) -> Result:
+    """One row per ground-truth object: scenario, index, object, vertices, the per-frame Chamfer-L1 (T,) of kinemesh,
+    the PCA baseline and the rest pose (NaN where a rollout diverged) and kinemesh's rollout seconds. Writes the
+    ground truth it generates to ``cfg.data``."""
     import torch
 
-    from kinemesh.atomic import write_text
     from kinemesh.dynamics.linear import LinearDecoder
     from kinemesh.dynamics.scene import torch_threads
-    from kinemesh.errors import ConfigError
     from kinemesh.model import load_model
-    from kinemesh.model.checkpoint import DEFAULT_CHECKPOINT
+    from kinemesh.progress import tqdm
     from kinemesh.reduce import ReductionConfig, bind
 
-    scenarios = [s.strip() for s in str(args.scenarios).split(",") if s.strip()]
-    if not scenarios or any(s not in SCENARIOS for s in scenarios):
-        raise ConfigError(f"--scenarios {args.scenarios!r}: choose from {','.join(SCENARIOS)}")
-    if args.per_scenario < 1 or args.frames < 2:
-        raise ConfigError("--per-scenario must be >= 1 and --frames >= 2")
-    model = load_model(args.checkpoint).to(dtype=torch.float64)
-    ckpt = args.checkpoint or DEFAULT_CHECKPOINT
-    folder = Path(args.data)
+    model = load_model(cfg.checkpoint).to(dtype=torch.float64)
+    folder = Path(cfg.data)
     folder.mkdir(parents=True, exist_ok=True)
     rows = []
-    curves = {}
     t_all = time.perf_counter()
-    from kinemesh.progress import tqdm
-
-    jobs = [(s, i) for s in scenarios for i in range(args.per_scenario)]
+    jobs = [(s, i) for s in cfg.scenarios for i in range(cfg.per_scenario)]
     for scenario, i in tqdm(jobs, desc="eval dynamics", unit="object"):
-        gt = ground_truth(scenario, i, args.frames, folder)
+        gt = ground_truth(scenario, i, cfg.frames, folder)
         fps = float((gt.n_frames - 1) / max(float(gt.times[-1] - gt.times[0]), 1e-9))
         rest = gt.rest_vertices.astype(np.float64)
         with torch_threads(1):
-            dec = bind(rest, gt.faces, model, kind=KINDS[scenario], part_ids=gt.part_ids, n_points=args.points,
-                       reduction=ReductionConfig(k_q=min(args.k_q, model.latent_dim))).decoder
-        res = {"scenario": scenario, "object": f"{gt.meta['category']} #{i}", "vertices": len(rest)}
+            dec = bind(rest, gt.faces, model, kind=KINDS[scenario], part_ids=gt.part_ids, n_points=cfg.points,
+                       reduction=ReductionConfig(k_q=min(cfg.k_q, model.latent_dim))).decoder
+        res = {"scenario": scenario, "index": i, "object": f"{gt.meta['category']} #{i}", "vertices": len(rest)}
         t0 = time.perf_counter()
         try:
-            pred, roll = rollout(dec, gt, scenario, fps, args.barrier_radius)
-            res["kinemesh"] = _chamfer_frames(pred, gt, args.samples)
+            pred, roll = rollout(dec, gt, scenario, fps, cfg.barrier_radius)
+            res["kinemesh"] = _chamfer_frames(pred, gt, cfg.samples)
         except Exception as exc:  # a diverged rollout is a result, not a crash of the benchmark
             log.warning("%s %d: kinemesh rollout failed: %s", scenario, i, exc)
             res["kinemesh"] = np.full(gt.n_frames, np.nan)
         res["kinemesh_s"] = time.perf_counter() - t0
         lin = LinearDecoder(dec, k=dec.latent_dim, n_samples=128)
         try:
-            pred_lin, _ = rollout(lin, gt, scenario, fps, args.barrier_radius)
-            res["pca"] = _chamfer_frames(pred_lin, gt, args.samples)
+            pred_lin, _ = rollout(lin, gt, scenario, fps, cfg.barrier_radius)
+            res["pca"] = _chamfer_frames(pred_lin, gt, cfg.samples)
         except Exception as exc:
             log.warning("%s %d: PCA rollout failed: %s", scenario, i, exc)
             res["pca"] = np.full(gt.n_frames, np.nan)
-        res["rest"] = _chamfer_frames(np.broadcast_to(gt.rest_vertices, gt.frames.shape), gt, args.samples)
+        res["rest"] = _chamfer_frames(np.broadcast_to(gt.rest_vertices, gt.frames.shape), gt, cfg.samples)
         rows.append(res)
-        curves[f"{scenario}_{i}"] = {k: np.asarray(res[k]).tolist() for k in ("kinemesh", "pca", "rest")}
+    return Result(rows, getattr(model, "info", {}), seconds=time.perf_counter() - t_all)
+
+
+def render(rows: list[dict]) -> str:
+    """The markdown table: per object the mean (and final-frame) Chamfer-L1 of each method, then per scenario."""
 
     def fmt(x):
         return "n/a" if not np.isfinite(x) else f"{x:.4f}"
@@ -256,24 +264,26 @@ def run(args) -> int:
         lines.append(f"| {r['scenario']} | {r['object']} | {r['vertices']} | {fmt(np.mean(r['kinemesh']))} | "
                      f"{fmt(np.mean(r['pca']))} | {fmt(np.mean(r['rest']))} | {fmt(r['kinemesh'][-1])} | "
                      f"{fmt(r['pca'][-1])} |")
-    for s in scenarios:
+    for s in dict.fromkeys(r["scenario"] for r in rows):
         sel = [r for r in rows if r["scenario"] == s]
         m = {k: float(np.mean([np.mean(r[k]) for r in sel])) for k in ("kinemesh", "pca", "rest")}
         lines.append(f"| **{s} mean** | {len(sel)} objects | | **{fmt(m['kinemesh'])}** | **{fmt(m['pca'])}** | "
                      f"**{fmt(m['rest'])}** | | |")
-    table = "\n".join(lines)
-    print(table)
-    cmd = "kinemesh eval dynamics " + " ".join(
-        f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()
-        if k in ("data", "checkpoint", "per_scenario", "scenarios", "frames", "k_q", "points", "samples",
-                 "barrier_radius")
-        and v is not None)
-    ck_info = json.dumps(getattr(model, "info", {}), default=str)[:300]
-    barrier_text = ("the kind's default (articulated 2, elastic and cloth 3)" if args.barrier_radius is None
-                    else f"{args.barrier_radius:g}")
-    doc = f"""# Dynamics vs MuJoCo ground truth
+    return "\n".join(lines)
 
-Command: `{cmd}` ({time.perf_counter() - t_all:.0f} s on 2 CPU cores, no GPU; checkpoint `{ckpt}`, info {ck_info}).
+
+def report(res: Result, cfg: DynamicsEvalConfig, command: str) -> str:
+    """The markdown report of :func:`evaluate`'s result: set-up, table and the per-frame curves as JSON."""
+    from kinemesh.model.checkpoint import DEFAULT_CHECKPOINT
+
+    curves = {f"{r['scenario']}_{r['index']}": {k: np.asarray(r[k]).tolist() for k in ("kinemesh", "pca", "rest")}
+              for r in res.rows}
+    ck_info = json.dumps(res.model_info, default=str)[:300]
+    barrier_text = ("the kind's default (articulated 2, elastic and cloth 3)" if cfg.barrier_radius is None
+                    else f"{cfg.barrier_radius:g}")
+    return f"""# Dynamics vs MuJoCo ground truth
+
+Command: `{command}` ({res.seconds:.0f} s on 2 CPU cores, no GPU; checkpoint `{cfg.checkpoint or DEFAULT_CHECKPOINT}`, info {ck_info}).
 
 Held-out synthetic objects (fresh random instances, generator seeds from {SEED_BASE}, never used for
 training) simulated by MuJoCo 4: **door** = an oven door or chest lid released from 55 % open under gravity
@@ -284,14 +294,14 @@ kinemesh gets the same conditions: vertex positions of the first frame through t
 friction, gravity and a floor under the beam (beam), the pinned corners, gravity and the scene's floor (cloth).
 Beam and towel are free bodies: six rigid-body coordinates are added to the latent ones (floating frame,
 `kinemesh/dynamics/floating.py`); the door's parts cannot pass through the surfaces they touch at rest (part
-stops). Both models use k_q = {args.k_q} latent coordinates in the calibrated prior of the object's kind, a
+stops). Both models use k_q = {cfg.k_q} latent coordinates in the calibrated prior of the object's kind, a
 soft barrier beyond {barrier_text} prior std, the default stiffness/damping of the object kind (the beam's from
 its Young's modulus; nothing fitted to the ground truth) and the implicit-midpoint integrator; the PCA baseline
 is a linear subspace of the same instance's decoded prior samples with the same rigid coordinates, contacts and
 forces. Metric: Chamfer-L1 (point-to-triangle, both directions x0.5, rest shape normalised to a unit bounding
-box), mean over the {args.frames} frames of the rollout (lower is better).
+box), mean over the {cfg.frames} frames of the rollout (lower is better).
 
-{table}
+{render(res.rows)}
 
 Per-frame curves are in the JSON block below (keys: scenario_index -> kinemesh / pca / rest).
 
@@ -302,6 +312,3 @@ Per-frame curves are in the JSON block below (keys: scenario_index -> kinemesh /
 ```
 </details>
 """
-    write_text(args.out, doc)
-    print(f"wrote {args.out}")
-    return 0

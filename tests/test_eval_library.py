@@ -1,0 +1,104 @@
+"""The benchmarks as a library: ``evaluate(Config(...))`` in-process on a tiny toy dataset and an untrained tiny
+model, the rows' values, the config checks, and the command's options equal to the config defaults."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pytest
+
+from kinemesh.errors import ConfigError
+from kinemesh.eval import dynamics, ik, model
+from toys import write_toy_dataset
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    """(dataset folder: val = a hinged box and a bending bar, tiny untrained checkpoint folder)."""
+    from kinemesh.model import untrained_model
+
+    root = tmp_path_factory.mktemp("evallib")
+    untrained_model("tiny").save(root / "ckpt")
+    return write_toy_dataset(root / "data", n_train=2, n_val=2, n_frames=3), root / "ckpt"
+
+
+def test_model_rows(toy):
+    from kinemesh.data.sequence import KinematicSequence
+
+    data, ckpt = toy
+    res = model.evaluate(model.ModelEvalConfig(data=str(data), checkpoint=str(ckpt), split="val", frames=2,
+                                               samples=2, n_points=128))
+    assert res.model_info == {"trained": False}
+    rows = {r["kind"]: r for r in res.rows}
+    assert set(rows) == {"articulated", "elastic"}  # balanced by kind
+    box, bar = rows["articulated"], rows["elastic"]
+    assert box["size_m"] == pytest.approx(np.ptp(KinematicSequence.load(data / box["path"]).rest_vertices, 0).max())
+    assert box["data_rigidity"] < 1e-6 and box["rigidity"] < 1e-4  # rigid parts in the data and the prior
+    # bending stretches the top and squeezes the bottom: the area changes, a little
+    assert 1e-5 < bar["data_area_change"] < 0.01 and "rigidity" not in bar and "area_change" not in box
+    assert all(r["chamfer_l1_rest"] > 0 and np.isfinite(r["rel_vertex_error"]) for r in res.rows)
+    table = model.render(res.rows)
+    assert "| articulated | 1 |" in table and "| elastic | 1 |" in table and "| all | 2 |" in table
+
+
+def test_ik_rows_and_resume(toy, tmp_path):
+    data, ckpt = toy
+    cfg = ik.IKEvalConfig(data=str(data), checkpoint=str(ckpt), split="val", methods="rest,oracle",
+                          fit_loss="vertex", max_targets=2, frames_per_seq=1, metric_samples=300, iou_points=500,
+                          rows=str(tmp_path / "rows.jsonl"))
+    assert cfg.methods == ("rest", "oracle")
+    res = ik.evaluate(cfg)
+    by = {(r["category"], r["method"]): r for r in res.rows}
+    assert set(by) == {("toybox", "rest"), ("toybox", "oracle"), ("toybar", "rest")}  # no joints, no oracle
+    rest, oracle = by[("toybox", "rest")], by[("toybox", "oracle")]
+    assert rest["vertex_error"] == pytest.approx(rest["rest_vertex_error"]) and rest["rigidity"] == 0
+    assert oracle["vertex_error"] < 0.2 * rest["vertex_error"]  # the true hinge recovers the pose
+    again = ik.evaluate(cfg)  # every target is in the rows file: nothing is recomputed
+    assert again.rows == ik.read_rows([cfg.rows]) and [r["seconds"] for r in again.rows] == \
+        [r["seconds"] for r in res.rows]
+    text = ik.render(res.rows, "kinemesh eval ik ...", res.notes, ik.header(cfg, res.model_info))
+    assert "UNTRAINED" in text and "| oracle articulation (GT joints) |" in text
+
+
+def test_dynamics_rows(toy, tmp_path):
+    _, ckpt = toy
+    cfg = dynamics.DynamicsEvalConfig(data=str(tmp_path / "gt"), checkpoint=str(ckpt), per_scenario=1,
+                                      scenarios="door", frames=3, k_q=2, points=64, samples=200)
+    res = dynamics.evaluate(cfg)
+    (row,) = res.rows
+    assert row["scenario"] == "door" and row["index"] == 0 and row["kinemesh_s"] > 0
+    for k in ("kinemesh", "pca", "rest"):
+        assert row[k].shape == (3,) and np.all(row[k] >= 0)
+    assert row["rest"][0] > 1e-3  # the ground truth starts with the door 55 % open
+    cached = tmp_path / "gt" / "door_00.npz"
+    stamp = cached.stat().st_mtime_ns
+    gt = dynamics.ground_truth("door", 0, 3, cached.parent)  # read back, not simulated again
+    assert cached.stat().st_mtime_ns == stamp and gt.frames.shape[0] == 3
+    doc = dynamics.report(res, cfg, "kinemesh eval dynamics ...")
+    assert "| **door mean** | 1 objects |" in doc and '"door_0": {"kinemesh"' in doc and "k_q = 2" in doc
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda: model.ModelEvalConfig(), "give --data"),
+    (lambda: model.ModelEvalConfig(data="d", max_instances=0), "--max-instances must be >= 1"),
+    (lambda: ik.IKEvalConfig(), "--real DIR"),
+    (lambda: ik.IKEvalConfig(data="d", methods="rest,magic"), "unknown ['magic']"),
+    (lambda: ik.IKEvalConfig(data="d", ablation=["nofolder"]), "NAME=DIR"),
+    (lambda: ik.IKEvalConfig(data="d", fit_loss="l3"), "--fit-loss 'l3'"),
+    (lambda: dynamics.DynamicsEvalConfig(scenarios="door,moon"), "choose from door,beam,cloth"),
+    (lambda: dynamics.DynamicsEvalConfig(frames=1), "--frames must be >= 2"),
+])
+def test_bad_configs_raise_config_error(make, message):
+    with pytest.raises(ConfigError) as err:
+        make()
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize("config", [model.ModelEvalConfig, ik.IKEvalConfig, dynamics.DynamicsEvalConfig])
+def test_command_options_are_the_config_fields(config):
+    from kinemesh.commands.eval import add_config, config_from
+
+    p = argparse.ArgumentParser()
+    add_config(p, config)
+    assert config_from(p.parse_args(["--data", "d"]), config) == config(data="d")
