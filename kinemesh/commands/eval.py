@@ -158,14 +158,20 @@ BENCHMARKS = {"model": (_model_options, _model), "ik": (_ik_options, _ik), "dyna
 
 def register(sub) -> None:
     import importlib
+    import pkgutil
+
+    import kinemesh.eval as pkg
 
     p = sub.add_parser("eval", help="print and record evaluation tables on held-out data")
     bench = p.add_subparsers(dest="benchmark", metavar="BENCHMARK")
-    for name in sorted([*BENCHMARKS, "articulation"]):
+    for name in sorted(m.name for m in pkgutil.iter_modules(pkg.__path__)):
         module = importlib.import_module(f"kinemesh.eval.{name}")
+        # a module not yet a library (``add_arguments(parser)`` and ``run(args)``) registers itself
+        options, run = BENCHMARKS.get(name, (getattr(module, "add_arguments", None), getattr(module, "run", None)))
+        if options is None or run is None:
+            continue
         doc = (module.__doc__ or name).strip().splitlines()[0]
         q = bench.add_parser(name, help=doc, description=doc)
-        options, run = BENCHMARKS.get(name, (getattr(module, "add_arguments", None), getattr(module, "run", None)))
         options(q)
         q.set_defaults(func=run)
     p.set_defaults(func=lambda args: p.print_help() or 2)

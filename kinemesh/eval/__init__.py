@@ -21,15 +21,15 @@ def option(default, help: str | None = None, **cli):
     return field(default=default, metadata={"help": help, **cli})
 
 
-def check(cfg, name: str) -> None:
+def check(cfg) -> None:
     """Raise ConfigError naming the option when a field of ``cfg`` is outside its ``choices`` or below its
-    ``min`` (``name``: the benchmark, for the message)."""
+    ``min``."""
     for f in fields(cfg):
         v, m, flag = getattr(cfg, f.name), f.metadata, "--" + f.name.replace("_", "-")
         if "choices" in m and v not in m["choices"]:
-            raise ConfigError(f"eval {name}: {flag} {v!r}: expected one of {', '.join(map(str, m['choices']))}")
+            raise ConfigError(f"{flag} {v!r}: expected one of {', '.join(map(str, m['choices']))}")
         if "min" in m and v is not None and v < m["min"]:
-            raise ConfigError(f"eval {name}: {flag} must be >= {m['min']}, got {v}")
+            raise ConfigError(f"{flag} must be >= {m['min']}, got {v}")
 
 
 @dataclass

@@ -45,7 +45,7 @@ class DynamicsEvalConfig:
     samples: int = option(2000, "surface samples per Chamfer evaluation", min=1)
 
     def __post_init__(self):
-        check(self, "dynamics")
+        check(self)
         if isinstance(self.scenarios, str):
             self.scenarios = tuple(s.strip() for s in self.scenarios.split(",") if s.strip())
         if not self.scenarios or any(s not in SCENARIOS for s in self.scenarios):

@@ -89,7 +89,7 @@ class IKEvalConfig:
     device: str = option("cpu", choices=("cpu",))
 
     def __post_init__(self):
-        check(self, "ik")
+        check(self)
         if self.data is None and self.real is None:
             raise ConfigError("give --data DIR (synthetic held-out splits) and/or --real DIR")
         if isinstance(self.methods, str):

@@ -40,7 +40,7 @@ class ModelEvalConfig:
     device: str = option("cpu", choices=("cpu", "cuda"))
 
     def __post_init__(self):
-        check(self, "model")
+        check(self)
         if self.data is None:
             raise ConfigError("eval model: give --data DIR (or --from-json FILE)")
 
