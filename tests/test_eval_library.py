@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from kinemesh.errors import ConfigError
-from kinemesh.eval import dynamics, ik, model
+from kinemesh.eval import dynamics, ik, model, real
+from data_fixtures import make_partnet_folder
 from toys import write_toy_dataset
 
 
@@ -79,6 +80,20 @@ def test_dynamics_rows(toy, tmp_path):
     assert "| **door mean** | 1 objects |" in doc and '"door_0": {"kinemesh"' in doc and "k_q = 2" in doc
 
 
+def test_real_rows(toy, tmp_path):
+    """The drag test on the tiny PartNet-Mobility-style cabinet: a drag per movable joint, asked from its limits."""
+    make_partnet_folder(tmp_path / "objects" / "cab")
+    res = real.evaluate(real.RealEvalConfig(real=str(tmp_path / "objects"), checkpoint=str(toy[1]), frames=3,
+                                            points=64, samples=2))
+    (row,) = res.rows
+    assert row["object"] == "cab" and row["parts"] == 5
+    asked = {d["joint"]: d["asked"] for d in row["drags"]}
+    assert len(asked) == 4 and all(np.isfinite(d["follow"]) for d in row["drags"])
+    assert asked["door_hinge"] == pytest.approx(np.pi / 3)  # 60 deg within [0, 90 deg]
+    assert asked["drawer_slide"] == pytest.approx(-0.15)  # half the travel, to the side with more room
+    assert "1 objects, 4 movable parts" in real.render(res.rows)
+
+
 @pytest.mark.parametrize("make,message", [
     (lambda: model.ModelEvalConfig(), "give --data"),
     (lambda: model.ModelEvalConfig(data="d", max_instances=0), "--max-instances must be >= 1"),
@@ -88,6 +103,8 @@ def test_dynamics_rows(toy, tmp_path):
     (lambda: ik.IKEvalConfig(data="d", fit_loss="l3"), "--fit-loss 'l3'"),
     (lambda: dynamics.DynamicsEvalConfig(scenarios="door,moon"), "choose from door,beam,cloth"),
     (lambda: dynamics.DynamicsEvalConfig(frames=1), "--frames must be >= 2"),
+    (lambda: real.RealEvalConfig(), "--real"),
+    (lambda: real.RealEvalConfig(real="r", points=10**6), "--points must be <= 100000"),
 ])
 def test_bad_configs_raise_config_error(make, message):
     with pytest.raises(ConfigError) as err:
@@ -95,10 +112,11 @@ def test_bad_configs_raise_config_error(make, message):
     assert message in str(err.value)
 
 
-@pytest.mark.parametrize("config", [model.ModelEvalConfig, ik.IKEvalConfig, dynamics.DynamicsEvalConfig])
-def test_command_options_are_the_config_fields(config):
+@pytest.mark.parametrize("config,required", [(model.ModelEvalConfig, "data"), (ik.IKEvalConfig, "data"),
+                                             (dynamics.DynamicsEvalConfig, "data"), (real.RealEvalConfig, "real")])
+def test_command_options_are_the_config_fields(config, required):
     from kinemesh.commands.eval import add_config, config_from
 
     p = argparse.ArgumentParser()
     add_config(p, config)
-    assert config_from(p.parse_args(["--data", "d"]), config) == config(data="d")
+    assert config_from(p.parse_args([f"--{required}", "d"]), config) == config(**{required: "d"})

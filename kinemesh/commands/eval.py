@@ -23,7 +23,7 @@ def add_config(p, config) -> None:
     """One option ``--a-b`` per field ``a_b`` of the config dataclass, with its default and metadata (help,
     type, choices, metavar, action; a False default is a flag)."""
     for f in fields(config):
-        kw = {k: v for k, v in f.metadata.items() if k != "min"}
+        kw = {k: v for k, v in f.metadata.items() if k not in ("min", "max")}
         default = f.default_factory() if f.default is MISSING else f.default
         if default is False:
             kw.setdefault("action", "store_true")
@@ -153,7 +153,32 @@ def _dynamics(args) -> int:
     return 0
 
 
-BENCHMARKS = {"model": (_model_options, _model), "ik": (_ik_options, _ik), "dynamics": (_dynamics_options, _dynamics)}
+# ------------------------------------------------------------------------------------------------ real
+def _real_options(p) -> None:
+    from kinemesh.eval.real import RealEvalConfig
+
+    add_config(p, RealEvalConfig)
+    p.add_argument("--out", default=None, help="write per-object rows and the summary as JSON")
+
+
+def _real(args) -> int:
+    from kinemesh.checks import out_file
+    from kinemesh.eval.real import RealEvalConfig, evaluate, render, summarize
+
+    cfg = config_from(args, RealEvalConfig)
+    if args.out:
+        out_file(args.out, force=True, option="--out")
+    rows = evaluate(cfg).rows
+    print(render(rows))
+    if args.out:
+        write_text(args.out, json.dumps({"summary": summarize(rows), "rows": rows, "args": {
+            k: getattr(cfg, k) for k in ("real", "split", "checkpoint", "frames", "points", "samples",
+                                         "max_vertices", "seed")}}, indent=1) + "\n")
+    return 0
+
+
+BENCHMARKS = {"model": (_model_options, _model), "ik": (_ik_options, _ik), "dynamics": (_dynamics_options, _dynamics),
+              "real": (_real_options, _real)}
 
 
 def register(sub) -> None:

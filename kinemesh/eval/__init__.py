@@ -15,7 +15,8 @@ from kinemesh.errors import ConfigError
 
 def option(default, help: str | None = None, **cli):
     """A config field: its default, its command-line help and argparse extras (``type`` where the default is
-    None, ``choices``, ``metavar``, ``action``) and ``min``, the smallest value :func:`check` accepts."""
+    None, ``choices``, ``metavar``, ``action``, ``required``) and ``min`` / ``max``, the range :func:`check`
+    accepts."""
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata={"help": help, **cli})
     return field(default=default, metadata={"help": help, **cli})
@@ -30,6 +31,8 @@ def check(cfg) -> None:
             raise ConfigError(f"{flag} {v!r}: expected one of {', '.join(map(str, m['choices']))}")
         if "min" in m and v is not None and v < m["min"]:
             raise ConfigError(f"{flag} must be >= {m['min']}, got {v}")
+        if "max" in m and v is not None and v > m["max"]:
+            raise ConfigError(f"{flag} must be <= {m['max']}, got {v}")
 
 
 @dataclass

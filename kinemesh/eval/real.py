@@ -22,13 +22,17 @@ Inverse kinematics of real poses is ``kinemesh eval ik --real DIR``.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from kinemesh.checks import number
+from kinemesh.errors import ConfigError, InputFileError, KinemeshError
+from kinemesh.eval import Result, check, option
 
 log = logging.getLogger(__name__)
 DRAG_DEG = 60.0
@@ -38,22 +42,26 @@ TARGETS = {"follow": 0.8, "follow_share": 0.9, "rest_motion": 0.02, "attached": 
            "prior_rigidity": 0.01}
 
 
-def add_arguments(p) -> None:
-    from kinemesh.checks import number
+@dataclass
+class RealEvalConfig:
+    """Options of ``kinemesh eval real``. Raises ConfigError."""
 
-    p.add_argument("--real", required=True, help="folder of real objects (URDF / PartNet-Mobility folders)")
-    p.add_argument("--split", choices=("all", "val"), default="all",
-                   help="all objects of the folder (a test split), or only the real validation split's "
-                        "(kinemesh.eval.articulation.is_real_validation)")
-    p.add_argument("--checkpoint", default=None, help="model checkpoint folder (default: the shipped model)")
-    p.add_argument("--frames", type=number(int, 2, 1000), default=30, help="frames of each drag (default 30)")
-    p.add_argument("--points", type=number(int, 16, 100000), default=512,
-                   help="surface points carrying the deformation (default 512)")
-    p.add_argument("--samples", type=number(int, 1, 1000), default=8, help="prior samples per object (default 8)")
-    p.add_argument("--max-vertices", type=number(int, 100), default=5000, help="vertex budget of an object")
-    p.add_argument("--max-objects", type=number(int, 1), default=None, help="evaluate at most this many objects")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=None, help="write per-object rows and the summary as JSON")
+    real: str | None = option(None, "folder of real objects (URDF / PartNet-Mobility folders)", required=True)
+    split: str = option("all", "all objects of the folder (a test split), or only the real validation split's "
+                        "(kinemesh.eval.articulation.is_real_validation)", choices=("all", "val"))
+    checkpoint: str | None = option(None, "model checkpoint folder (default: the shipped model)")
+    frames: int = option(30, "frames of each drag (default 30)", type=number(int, 2, 1000), min=2, max=1000)
+    points: int = option(512, "surface points carrying the deformation (default 512)", type=number(int, 16, 100000),
+                         min=16, max=100000)
+    samples: int = option(8, "prior samples per object (default 8)", type=number(int, 1, 1000), min=1, max=1000)
+    max_vertices: int = option(5000, "vertex budget of an object", type=number(int, 100), min=100)
+    max_objects: int | None = option(None, "evaluate at most this many objects", type=number(int, 1), min=1)
+    seed: int = option(0)
+
+    def __post_init__(self):
+        check(self)
+        if self.real is None:
+            raise ConfigError("--real: give the folder of real objects")
 
 
 def subtree_mask(obj, part_ids: np.ndarray, child: str) -> np.ndarray:
@@ -109,7 +117,7 @@ def component_detachment(rest: np.ndarray, posed: np.ndarray, part_ids: np.ndarr
     return worst / size
 
 
-def evaluate_object(path: Path, model, args) -> dict:
+def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
     """The drag-test and prior-sample row of one object (see module doc)."""
     import torch
 
@@ -122,19 +130,19 @@ def evaluate_object(path: Path, model, args) -> dict:
     from kinemesh.reduce import ReductionConfig, bind
 
     t0 = time.perf_counter()
-    obj = load_articulated(path, max_vertices=args.max_vertices)
-    wm = segmented_object(obj, args.max_vertices, name=str(path))
+    obj = load_articulated(path, max_vertices=cfg.max_vertices)
+    wm = segmented_object(obj, cfg.max_vertices, name=str(path))
     v, f, pid = np.asarray(wm.mesh.vertices), np.asarray(wm.mesh.faces), wm.part_ids
     size = float(np.ptp(v, axis=0).max())
     comps = connected_components(len(v), f)
-    b = bind(v, f, model, part_ids=pid, reduction=ReductionConfig(k_q=8), n_points=args.points, seed=args.seed)
+    b = bind(v, f, model, part_ids=pid, reduction=ReductionConfig(k_q=8), n_points=cfg.points, seed=cfg.seed)
     row = {"object": path.name, "category": obj.category, "kind": b.kind, "vertices": len(v),
            "parts": int(pid.max() + 1), "drags": []}
     with torch.no_grad():
-        z = b.instance.prior_sample(args.samples, seed=args.seed)
+        z = b.instance.prior_sample(cfg.samples, seed=cfg.seed)
         samples = b.instance.vertices(z).double().numpy()
     row["prior_attached"] = attachment(v, samples, pid, size)[0]
-    row["prior_rigidity"] = metrics.within_part_rigidity(v, samples, pid, seed=args.seed)
+    row["prior_rigidity"] = metrics.within_part_rigidity(v, samples, pid, seed=cfg.seed)
     for j in obj.movable_joints:
         moving = subtree_mask(obj, pid, j.child)
         if moving.sum() < 3 or moving.all():
@@ -145,8 +153,8 @@ def evaluate_object(path: Path, model, args) -> dict:
         radial = np.linalg.norm(rel - np.outer(rel @ a, a), axis=1)
         vid = int(np.flatnonzero(moving)[np.argmax(radial)])
         target = (j.motion(asked)[:3, :3] @ v[vid] + j.motion(asked)[:3, 3])
-        spec = SimulationSpec(kind=b.kind, frames=args.frames, drag_vertex=vid, drag_to=tuple(target), hold=True,
-                              seed=args.seed)
+        spec = SimulationSpec(kind=b.kind, frames=cfg.frames, drag_vertex=vid, drag_to=tuple(target), hold=True,
+                              seed=cfg.seed)
         res = simulate_mesh(b.decoder, v, f, spec, part_ids=pid, progress=False)
         last = res.sequence.frames[-1].astype(np.float64)
         row["drags"].append({
@@ -180,8 +188,9 @@ def summarize(rows: list[dict]) -> dict:
     return s
 
 
-def format_tables(rows: list[dict], s: dict) -> str:
-    """Markdown: per-object rows, then the aggregate against the targets."""
+def render(rows: list[dict]) -> str:
+    """Markdown: per-object rows, then the aggregate (:func:`summarize`) against the targets."""
+    s = summarize(rows)
     out = ["| object | category | kind | parts | drags | follow (per part) | rest moves (% size) | attached | "
            "prior attached | prior rigidity | s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -210,37 +219,28 @@ def format_tables(rows: list[dict], s: dict) -> str:
     return "\n".join(out)
 
 
-def run(args) -> int:
+def evaluate(cfg: RealEvalConfig) -> Result:
+    """One row per object of ``cfg.real`` (objects that fail to load are skipped with a warning): the drag test
+    of every movable joint and the prior-sample measures (see module doc). Raises InputFileError."""
     import torch
 
-    from kinemesh.atomic import write_text
-    from kinemesh.checks import out_file
-    from kinemesh.errors import InputFileError, KinemeshError
     from kinemesh.eval.articulation import is_real_validation
     from kinemesh.model import load_model
     from kinemesh.progress import tqdm
 
-    root = Path(args.real)
+    root = Path(cfg.real)
     if not root.is_dir():
         raise InputFileError(root, "real-objects folder not found")
-    if args.out:
-        out_file(args.out, force=True, option="--out")
-    objects = sorted(p for p in root.iterdir() if p.is_dir() and (args.split == "all" or is_real_validation(p.name)))
-    objects = objects[: args.max_objects] if args.max_objects else objects
+    objects = sorted(p for p in root.iterdir() if p.is_dir() and (cfg.split == "all" or is_real_validation(p.name)))
+    objects = objects[: cfg.max_objects] if cfg.max_objects else objects
     if not objects:
-        raise InputFileError(root, f"no object folders (split {args.split})")
+        raise InputFileError(root, f"no object folders (split {cfg.split})")
     torch.set_num_threads(1)
-    model = load_model(args.checkpoint).to(dtype=torch.float64)
+    model = load_model(cfg.checkpoint).to(dtype=torch.float64)
     rows = []
     for p in tqdm(objects, desc="real objects"):
         try:
-            rows.append(evaluate_object(p, model, args))
+            rows.append(evaluate_object(p, model, cfg))
         except KinemeshError as exc:
             log.warning("skipping %s: %s", p.name, exc)
-    s = summarize(rows)
-    print(format_tables(rows, s))
-    if args.out:
-        write_text(args.out, json.dumps({"summary": s, "rows": rows, "args": {
-            k: getattr(args, k) for k in ("real", "split", "checkpoint", "frames", "points", "samples",
-                                          "max_vertices", "seed")}}, indent=1) + "\n")
-    return 0
+    return Result(rows, model.info)
