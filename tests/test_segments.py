@@ -14,16 +14,7 @@ from kinemesh.errors import InputFileError
 from kinemesh.geometry.kind import group_components, guess_kind
 from kinemesh.geometry.segments import load_segmented
 from tests.data_fixtures import make_partnet_folder
-from tests.toys import box, subdivide
-
-
-def _merge(*meshes):
-    vs, fs, n = [], [], 0
-    for v, f in meshes:
-        vs.append(v)
-        fs.append(np.asarray(f) + n)
-        n += len(v)
-    return np.concatenate(vs), np.concatenate(fs)
+from tests.toys import box, merge_meshes, moving_model, subdivide, three_component_door, write_obj_groups
 
 
 def _cabinet():
@@ -38,7 +29,7 @@ def _cabinet():
              np.array([[0, 1, 2], [0, 2, 3]]))
     handle = box([-0.07, 0.45, 0.4], [-0.05, 0.48, 0.44])
     parts = [body, *buttons, slab, glass, handle]
-    v, f = _merge(*parts)
+    v, f = merge_meshes(*parts)
     door_start = sum(len(p[0]) for p in parts[:3])
     return v, f, door_start
 
@@ -58,7 +49,7 @@ def test_group_components_keeps_a_welded_door_apart_and_its_pieces_together():
     sv, sf = np.asarray(s.vertices), np.asarray(s.faces)
     top = sv[sf].mean(1)[:, 2] > 0
     halves = [(sv, sf[top]), (sv, sf[~top])]
-    hv, hf = _merge(*halves)
+    hv, hf = merge_meshes(*halves)
     assert group_components(hv, hf).max() == 0
 
 
@@ -90,38 +81,14 @@ def test_guess_kind_on_converted_microwave(real_objects_dir, tmp_path):
     assert g.max() == 1 and all(len(np.unique(g[links == i])) == 1 for i in np.unique(links))
 
 
-def _write_obj(path: Path, groups: list[tuple[str, np.ndarray, np.ndarray]]) -> None:
-    lines, n = [], 0
-    for name, v, f in groups:
-        lines.append(f"o {name}")
-        lines += [f"v {float(x)!r} {float(y)!r} {float(z)!r}" for x, y, z in v]
-        lines += [f"f {a + 1 + n} {b + 1 + n} {c + 1 + n}" for a, b, c in f]
-        n += len(v)
-    path.write_text("\n".join(lines) + "\n")
-
-
-def _three_component_door():
-    """Body box and a door given as three separate components (slab, glass, handle) that do not touch."""
-    body = box([0, 0, 0], [1, 1, 1])
-    slab = box([-0.3, 0, 0], [-0.25, 0.6, 1])
-    glass = box([-0.35, 0.2, 0.3], [-0.34, 0.4, 0.7])
-    handle = box([-0.45, 0.5, 0.45], [-0.4, 0.55, 0.55])
-    return [("body", *body), ("door_slab", *slab), ("door_glass", *glass), ("door_handle", *handle)]
-
-
 def _door_rigidity(wm, tmp_path):
     """Bind a tiny model (large random weights: it moves things) with the mesh's parts and decode prior
     samples. Returns (within-part rigidity error of the door, its mean motion, both / object size, and the
     number of groups its vertices follow and of connected components it has)."""
     from kinemesh.geometry import metrics
-    from kinemesh.model import untrained_model
     from kinemesh.reduce import ReductionConfig, bind
 
-    torch.manual_seed(0)
-    model = untrained_model("tiny")
-    with torch.no_grad():  # an untrained model barely moves anything
-        for prm in model.net.parameters():
-            prm.normal_(0.0, 0.3)
+    model = moving_model()
     v, f = np.asarray(wm.mesh.vertices), np.asarray(wm.mesh.faces)
     red = ReductionConfig(enabled=False, calibrated_prior=False)
     door = wm.part_ids == wm.part_ids[np.argmin(np.asarray(wm.mesh.vertices)[:, 0])]  # the door is at -x
@@ -137,11 +104,11 @@ def _door_rigidity(wm, tmp_path):
 
 
 def test_obj_groups_move_as_one(tmp_path):
-    groups = _three_component_door()
+    groups = three_component_door()
     # the door's three components form one OBJ group
-    merged = _merge(*[(v, f) for _, v, f in groups[1:]])
+    merged = merge_meshes(*[(v, f) for _, v, f in groups[1:]])
     path = tmp_path / "cab.obj"
-    _write_obj(path, [("body", groups[0][1], groups[0][2]), ("door", *merged)])
+    write_obj_groups(path, [("body", groups[0][1], groups[0][2]), ("door", *merged)])
     wm = load_segmented(path)
     assert wm.part_source == "groups" and wm.part_names == ["body", "door"]
     assert np.array_equal(np.bincount(wm.part_ids), [8, 24])
@@ -152,9 +119,9 @@ def test_obj_groups_move_as_one(tmp_path):
 def test_glb_nodes_and_labels_move_as_one(tmp_path):
     import trimesh
 
-    groups = _three_component_door()
+    groups = three_component_door()
     scene = trimesh.Scene()
-    door = _merge(*[(v, f) for _, v, f in groups[1:]])
+    door = merge_meshes(*[(v, f) for _, v, f in groups[1:]])
     scene.add_geometry(trimesh.Trimesh(groups[0][1], groups[0][2]), node_name="body", geom_name="body")
     scene.add_geometry(trimesh.Trimesh(*door, process=False), node_name="door", geom_name="door")
     path = tmp_path / "cab.glb"
@@ -163,9 +130,9 @@ def test_glb_nodes_and_labels_move_as_one(tmp_path):
     assert wm.part_source == "nodes" and sorted(np.bincount(wm.part_ids)) == [8, 24]
     assert _door_rigidity(wm, tmp_path)[0] < 1e-6 and _door_rigidity(wm, tmp_path)[2] == 1
     # the same mesh as a plain OBJ with a per-vertex and a per-face label file
-    v, f = _merge(*[(v, f) for _, v, f in groups])
+    v, f = merge_meshes(*[(v, f) for _, v, f in groups])
     plain = tmp_path / "plain.obj"
-    _write_obj(plain, [("all", v, f)])
+    write_obj_groups(plain, [("all", v, f)])
     per_vertex = np.repeat([0, 1], [8, 24])
     np.save(tmp_path / "v.npy", per_vertex)
     (tmp_path / "f.txt").write_text("\n".join(["body"] * 12 + ["door"] * 36) + "\n")
@@ -210,10 +177,10 @@ def test_simulate_cli_moves_a_part_as_one(tmp_path):
     from kinemesh.geometry import metrics
     from kinemesh.model import untrained_model
 
-    groups = _three_component_door()
-    door = _merge(*[(v, f) for _, v, f in groups[1:]])
+    groups = three_component_door()
+    door = merge_meshes(*[(v, f) for _, v, f in groups[1:]])
     path = tmp_path / "cab.obj"
-    _write_obj(path, [("body", groups[0][1], groups[0][2]), ("door", *door)])
+    write_obj_groups(path, [("body", groups[0][1], groups[0][2]), ("door", *door)])
     untrained_model("tiny").save(tmp_path / "ck")
     assert main(["simulate", str(path), "--checkpoint", str(tmp_path / "ck"), "--action", "drag", "--vertex", "31",
                  "--to=-0.5,0.6,0.6", "--hold", "--frames", "3", "--points", "64", "--k-q", "2",

@@ -55,6 +55,50 @@ def subdivide(v, f, times):
     return v, f
 
 
+def merge_meshes(*meshes):
+    """One (vertices, faces) of several (vertices, faces), in order."""
+    vs, fs, n = [], [], 0
+    for v, f in meshes:
+        vs.append(v)
+        fs.append(np.asarray(f) + n)
+        n += len(v)
+    return np.concatenate(vs), np.concatenate(fs)
+
+
+def write_obj_groups(path, groups) -> None:
+    """An OBJ with one ``o`` group per (name, vertices, faces) of ``groups``."""
+    lines, n = [], 0
+    for name, v, f in groups:
+        lines.append(f"o {name}")
+        lines += [f"v {float(x)!r} {float(y)!r} {float(z)!r}" for x, y, z in v]
+        lines += [f"f {a + 1 + n} {b + 1 + n} {c + 1 + n}" for a, b, c in f]
+        n += len(v)
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+def three_component_door():
+    """Body box (8 vertices) and a door given as three separate components (slab, glass, handle; 24 vertices)
+    that do not touch, the door at -x: [(name, vertices, faces)]."""
+    body = box([0, 0, 0], [1, 1, 1])
+    slab = box([-0.3, 0, 0], [-0.25, 0.6, 1])
+    glass = box([-0.35, 0.2, 0.3], [-0.34, 0.4, 0.7])
+    handle = box([-0.45, 0.5, 0.45], [-0.4, 0.55, 0.55])
+    return [("body", *body), ("door_slab", *slab), ("door_glass", *glass), ("door_handle", *handle)]
+
+
+def moving_model(seed: int = 0):
+    """A tiny untrained KinematicModel with large random weights (N(0, 0.3)): an untrained model barely moves
+    anything, this one moves parts far, so that a part that is not rigid shows."""
+    from kinemesh.model import untrained_model
+
+    torch.manual_seed(seed)
+    model = untrained_model("tiny")
+    with torch.no_grad():
+        for prm in model.net.parameters():
+            prm.normal_(0.0, 0.3)
+    return model
+
+
 def toy_cabinet(subdivisions: int = 0):
     """(vertices (n, 3), faces (m, 3), part_ids (n,)) of the rest mesh: 0 body, 1 lid, 2 drawer (metres)."""
     parts = [

@@ -1,9 +1,11 @@
 """``kinemesh demo``: bundled example objects brought to life with the default checkpoint.
 
-For each example (an articulated cabinet, a soft toy, a cloth) the mesh is bound to the kinematic model,
-reduced to its active subspace and simulated under an action with the latent Lagrangian dynamics; the
-command writes per example an animated GLB, the KinematicSequence ``.npz``, an MP4 and an energy plot, plus
-one PNG contact sheet of all examples, and prints where they are.
+For each example (an articulated cabinet given by its parts, a soft toy, a cloth) the mesh is loaded with its
+parts (``kinemesh.geometry.segments.load_segmented``, as ``simulate`` does), bound to the kinematic model,
+reduced to its active subspace and simulated under an action with the latent Lagrangian dynamics; the command
+writes per example an animated GLB, the KinematicSequence ``.npz``, an MP4 and an energy plot, plus one PNG
+contact sheet of all examples, measures the motion it shows against its target (``summary.json``) and prints
+where everything is.
 """
 
 from __future__ import annotations
@@ -15,7 +17,11 @@ log = logging.getLogger(__name__)
 
 EXAMPLES = ("cabinet", "toy", "cloth")
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "assets" / "examples"
-MESH_SUFFIXES = (".obj", ".ply", ".glb", ".stl", ".off")
+INPUTS = {"cabinet": "cabinet", "toy": "soft_toy.obj", "cloth": "cloth.obj"}  # in EXAMPLES_DIR
+DOOR_DRAG_DEG = 80.0  # the cabinet's door is dragged to a target this far around its hinge, then let go
+EDGE_BAND = 0.02  # the cloth's pinned / free edge: vertices within 2% of its extent from the x-min / x-max side
+# what each example should show (issue 17): door opening, toy strain at its peak, cloth free edge drop / length
+TARGETS = {"cabinet": 60.0, "toy": 0.05, "cloth": 0.5}
 
 
 def register(sub) -> None:
@@ -41,169 +47,129 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-# ---------------------------------------------------------------- example meshes
-def _find_asset(name: str) -> Path | None:
-    """A bundled mesh whose file name contains ``name`` (kinemesh/assets/examples), if any."""
-    if not EXAMPLES_DIR.is_dir():
-        return None
-    keys = {"toy": ("toy", "soft"), "cabinet": ("cabinet",), "cloth": ("cloth",)}[name]
-    for p in sorted(EXAMPLES_DIR.rglob("*")):
-        if p.is_file() and p.suffix.lower() in MESH_SUFFIXES and any(k in p.stem.lower() for k in keys):
-            return p
-    return None
-
-
-def _built_mesh(name: str):
-    """Fallback example meshes built with trimesh (metres, Z up, resting on z = 0)."""
-    import numpy as np
-    import trimesh
-
-    if name == "cabinet":
-        body = trimesh.creation.box(extents=(0.5, 0.4, 0.8))
-        body.apply_translation((0, 0, 0.4))
-        door = trimesh.creation.box(extents=(0.48, 0.02, 0.76))
-        door.apply_translation((0, -0.212, 0.4))
-        body, door = body.subdivide().subdivide(), door.subdivide().subdivide()
-        return trimesh.util.concatenate([body, door])
-    if name == "toy":
-        from kinemesh.synth.elastic import soft_shape
-
-        return soft_shape("toy", np.random.default_rng(3))
-    if name == "cloth":
-        n = 24
-        xs = np.linspace(-0.3, 0.3, n)
-        X, Y = np.meshgrid(xs, xs, indexing="ij")
-        v = np.stack([X.ravel(), Y.ravel(), np.full(n * n, 0.6)], 1)
-        f = []
-        for i in range(n - 1):
-            for j in range(n - 1):
-                a, b, c, d = i * n + j, (i + 1) * n + j, (i + 1) * n + j + 1, i * n + j + 1
-                f += [[a, b, c], [a, c, d]]
-        return trimesh.Trimesh(v, np.asarray(f), process=False)
-    raise KeyError(name)
-
-
-def _articulated_example():
-    """(vertices, faces, part_ids, ArticulatedObject) of the bundled PartNet-style cabinet folder, or None."""
-    folder = EXAMPLES_DIR / "cabinet"
-    if not (folder / "mobility.urdf").is_file():
-        return None
-    from kinemesh.data.partnet import load_articulated
-
-    obj = load_articulated(folder)
-    v, f, ids = obj.merged(None)
-    return v, f, ids, obj
-
-
-def _door_edge_vertex(vertices, part_ids, obj) -> int | None:
-    """The vertex of the first revolute part farthest from its hinge axis (the free edge of a door)."""
+def _door(wm, obj):
+    """(joint, vertex mask of its part) of the first revolute joint of ``obj`` whose part is in ``wm``."""
     import numpy as np
 
     for j in obj.movable_joints:
-        if j.type != "revolute":
-            continue
-        names = [p.name for p in obj.parts if len(p.vertices)]
-        if j.child not in names:
-            continue
-        sel = np.where(np.asarray(part_ids) == [p.name for p in obj.parts].index(j.child))[0]
-        if not len(sel):
-            continue
-        a = np.asarray(j.axis, float) / np.linalg.norm(j.axis)
-        r = vertices[sel] - np.asarray(j.origin, float)
-        dist = np.linalg.norm(r - (r @ a)[:, None] * a, axis=1)
-        return int(sel[np.argmax(dist)])
-    return None
+        if j.type == "revolute" and j.child in wm.part_names:
+            sel = wm.part_ids == wm.part_names.index(j.child)
+            if sel.any():
+                return j, sel
+    return None, np.zeros(len(wm.part_ids), bool)
 
 
-def _spec(name: str, vertices, faces, frames: int, fps: float, part_ids=None, obj=None):
+def _spec(name: str, wm, obj, frames: int, fps: float):
     """The action of each example, chosen from the geometry so it works for any mesh of that type."""
     import numpy as np
 
     from kinemesh.dynamics.scene import SimulationSpec
-    from kinemesh.geometry.kind import guess_kind
+    from kinemesh.errors import ConfigError
 
-    v = np.asarray(vertices)
+    v = np.asarray(wm.mesh.vertices)
     if name == "cabinet":
-        kind = "articulated"
-        vid = _door_edge_vertex(v, part_ids, obj) if obj is not None else None
-        if vid is None:
-            front = v[:, 1] <= v[:, 1].min() + 0.02 * np.ptp(v[:, 1])
-            cand = np.where(front)[0]
-            vid = int(cand[np.argmax(v[cand, 0] + 0.1 * v[cand, 2])])  # front, right edge
-        return SimulationSpec(kind=kind, frames=frames, fps=fps, poke_vertex=vid, impulse=(0.0, -1.0, 0.0),
-                              poke_speed=0.15, damping=1.5), f"poke at vertex {vid} (0.15 m/s)"
+        j, sel = _door(wm, obj)
+        if j is None:
+            raise ConfigError(f"{EXAMPLES_DIR / INPUTS[name]}: no revolute part to open")
+        # the door's free edge (the vertex farthest from the hinge) dragged around the hinge, then let go
+        o, a = np.asarray(j.origin, float), np.asarray(j.axis, float) / np.linalg.norm(j.axis)
+        rel = v[sel] - o
+        vid = int(np.flatnonzero(sel)[np.argmax(np.linalg.norm(rel - np.outer(rel @ a, a), axis=1))])
+        M = j.motion(np.radians(DOOR_DRAG_DEG))
+        return SimulationSpec(kind="articulated", frames=frames, fps=fps, drag_vertex=vid,
+                              drag_to=tuple(M[:3, :3] @ v[vid] + M[:3, 3]), lead_in=0.5), \
+            f"{j.child} dragged {DOOR_DRAG_DEG:g} deg around its hinge by vertex {vid}, let go"
     if name == "toy":
-        kind = "elastic"
         vid = int(np.argmax(v[:, 2]))
-        # a free body: it rests on a floor under gravity, so the poke squashes and shoves it rather than
-        # sending it drifting off (the model's rigid-body coordinates move it as a whole)
-        return SimulationSpec(kind=kind, frames=frames, fps=fps, poke_vertex=vid, impulse=(0.0, 1.0, 0.0),
-                              poke_speed=0.5, gravity=True, floor="auto"), \
-            f"poke at vertex {vid} (0.5 m/s), on the floor under gravity"
-    kind = "cloth" if guess_kind(v, faces) == "cloth" else "elastic"
-    pins = tuple(int(i) for i in np.where(v[:, 0] <= v[:, 0].min() + 0.02 * np.ptp(v[:, 0]))[0])
-    # a flag on its pole: the training data has flags pinned along an edge, so the latent coordinates already
-    # carry its motion relative to the pole; without rigid-body coordinates the demo stays well inside its
-    # 2-minute budget (with them the stiff pin springs need 48 substeps per frame here: 118 s for this example)
-    return SimulationSpec(kind=kind, frames=frames, fps=fps, gravity=True, pins=pins, rigid=False,
-                          wind=(0.0, 3.0, 0.0)), f"gravity + wind, {len(pins)} pinned vertices"
+        # poked down on its top, without rigid-body coordinates (held as a whole, not by a floor contact that
+        # needs many small steps): the poke can only go into deformation, a squash, and springs back
+        return SimulationSpec(kind="elastic", frames=frames, fps=fps, poke_vertex=vid, impulse=(0.0, 0.0, -1.0),
+                              poke_speed=0.5, rigid=False), f"poke down at vertex {vid} (0.5 m/s), held as a whole"
+    pins = tuple(int(i) for i in np.flatnonzero(_edges(v)[0]))
+    # pinned along one edge under gravity; no rigid-body coordinates: the pins hold it, and the stiff pin springs
+    # of a free body need 48 substeps per frame here (118 s for this example)
+    return SimulationSpec(kind="cloth", frames=frames, fps=fps, gravity=True, pins=pins, rigid=False), \
+        f"gravity, pinned along one edge ({len(pins)} vertices)"
+
+
+def _edges(v):
+    """(pinned, free) vertex masks of the cloth: the x-min and the x-max side."""
+    import numpy as np
+
+    x = v[:, 0]
+    return x <= x.min() + EDGE_BAND * np.ptp(x), x >= x.max() - EDGE_BAND * np.ptp(x)
+
+
+def measure(name: str, seq, wm, obj=None) -> dict:
+    """What the example's animation shows, against its target (``TARGETS``): ``value``, ``target``, ``met``,
+    ``unit`` and ``measure`` (how it was measured). ``seq``: the example's KinematicSequence (frames (T, N, 3)
+    on the vertices of ``wm``)."""
+    import numpy as np
+
+    rest, frames = np.asarray(seq.rest_vertices, np.float64), np.asarray(seq.frames, np.float64)
+    if name == "cabinet":
+        from kinemesh.eval.real import followed
+
+        j, sel = _door(wm, obj)
+        # the door part's best-fit rotation (Kabsch) about its true hinge, in the opening direction
+        value = max(np.degrees(followed(rest[sel], f[sel], j, 1.0)) for f in frames)
+        how, unit = f"largest opening of {j.child} about its hinge (best-fit rotation of the part, Kabsch)", "deg"
+    elif name == "toy":
+        from kinemesh.synth.flexsim import edge_strain
+
+        value = float(edge_strain(rest, frames, seq.faces).max())
+        how, unit = "peak over frames of the 95th percentile edge strain |length / rest length - 1|", "strain"
+    else:
+        pinned, free = _edges(rest)
+        drop = rest[free, 2].mean() - frames[:, free, 2].mean(1)
+        value = float(drop.max() / np.ptp(rest[:, 0]))
+        how, unit = "largest drop of the free edge (mean height) over the length from the pinned edge", "fraction"
+    return {"value": float(value), "target": TARGETS[name], "met": bool(value >= TARGETS[name]), "unit": unit,
+            "measure": how}
 
 
 def run(args) -> int:
+    import json
     import time
 
     import numpy as np
     import torch
 
+    from kinemesh.atomic import write_text
+    from kinemesh.checks import out_dir
     from kinemesh.commands.simulate import write_outputs
+    from kinemesh.data.partnet import load_articulated
     from kinemesh.dynamics.scene import simulate_mesh, torch_threads
     from kinemesh.errors import ConfigError, SimulationDivergedError
+    from kinemesh.geometry.segments import is_articulated_input, load_segmented
     from kinemesh.model import load_model
     from kinemesh.reduce import ReductionConfig, bind
+    from kinemesh.viz.render import contact_sheet
 
     names = [n.strip() for n in str(args.examples).split(",") if n.strip()]
     bad = [n for n in names if n not in EXAMPLES]
     if bad or not names:
         raise ConfigError(f"--examples {args.examples!r}: choose from {','.join(EXAMPLES)}")
-    from kinemesh.checks import out_dir
-
     out_dir(args.out, args.force)
     t_start = time.perf_counter()
     model = load_model(args.checkpoint).to(dtype=torch.float64)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    sheet = []
-    lines = []
-    failed = []
+    sheet, lines, failed, summary = [], [], [], {}
     for name in names:
         t0 = time.perf_counter()
-        asset = _find_asset(name)
-        part_ids = obj = None
-        art = _articulated_example() if name == "cabinet" else None
-        if art is not None:
-            vertices, faces, part_ids, obj = art
-            source = str(EXAMPLES_DIR / "cabinet")
-        elif asset is not None:
-            from kinemesh.data.meshes import load_mesh
-
-            mesh = load_mesh(asset, max_vertices=20000, process=False)
-            source = str(asset)
-        else:
-            mesh = _built_mesh(name)
-            source = "built with trimesh"
-        if art is None:
-            vertices = np.asarray(mesh.vertices, dtype=np.float64)
-            faces = np.asarray(mesh.faces, dtype=np.int64)
-        vertices = np.asarray(vertices, dtype=np.float64)
-        faces = np.asarray(faces, dtype=np.int64)
-        spec, action = _spec(name, vertices, faces, args.frames, args.fps, part_ids, obj)
+        source = EXAMPLES_DIR / INPUTS[name]
+        wm = load_segmented(source)
+        obj = load_articulated(source) if is_articulated_input(source) else None  # the cabinet's hinges
+        vertices, faces = np.asarray(wm.mesh.vertices, np.float64), np.asarray(wm.mesh.faces, np.int64)
+        spec, action = _spec(name, wm, obj, args.frames, args.fps)
         if args.barrier_radius is not None:
             spec.barrier_radius = float(args.barrier_radius)
         with torch_threads(1):
-            dec = bind(vertices, faces, model, kind=spec.kind, part_ids=part_ids, n_points=args.points,
+            dec = bind(vertices, faces, model, kind=spec.kind, part_ids=wm.part_ids, n_points=args.points,
                        reduction=ReductionConfig(k_q=min(args.k_q, model.latent_dim))).decoder
         try:
-            result = simulate_mesh(dec, vertices, faces, spec, part_ids=part_ids, progress=False, category=name)
+            result = simulate_mesh(dec, vertices, faces, spec, part_ids=wm.part_ids, progress=False, category=name)
         except SimulationDivergedError as exc:  # report it, keep going with the other examples
             failed.append(name)
             lines.append(f"{name}: FAILED ({exc})")
@@ -214,19 +180,24 @@ def run(args) -> int:
         seq = result.sequence
         for i in np.linspace(0, seq.n_frames - 1, 4).astype(int):
             sheet.append((seq.frames[i], seq.faces, seq.part_ids, f"{name} t={seq.times[i]:.2f}s"))
+        m = summary[name] = {**measure(name, seq, wm, obj), "action": action, "seconds": time.perf_counter() - t0}
         inf = result.info
-        lines.append(f"{name} ({inf['kind']}, {len(vertices)} vertices, {source}; {action}): "
-                     f"{time.perf_counter() - t0:.1f} s (set-up {inf['setup_s']:.1f} s, simulation "
-                     f"{inf['simulate_s']:.1f} s, decoding {inf['decode_s']:.1f} s)")
+        parts = f", {wm.part_ids.max() + 1} parts ({wm.part_source})" if wm.part_ids is not None else ""
+        lines.append(f"{name} ({inf['kind']}, {len(vertices)} vertices{parts}, {source.name}; {action}): "
+                     f"{m['seconds']:.1f} s (set-up {inf['setup_s']:.1f} s, simulation {inf['simulate_s']:.1f} s, "
+                     f"decoding {inf['decode_s']:.1f} s" + (f"; {len(inf['step_warnings'])} step reductions" if inf["step_warnings"]
+                                                     else "") + ")")
+        lines.append(f"  measured: {m['measure']} = {m['value']:.3g} {m['unit']} (target >= {m['target']:g}: "
+                     f"{'met' if m['met'] else 'MISSED'})")
         lines += [f"  {p}" for p in paths]
-    from kinemesh.viz.render import contact_sheet
-
     for line in lines:
         print(line)
     if sheet:
         print(f"contact sheet: {contact_sheet(sheet, out / 'contact_sheet.png', cols=4)}")
+    total = time.perf_counter() - t_start
+    print(f"summary: {write_text(out / 'summary.json', json.dumps({'examples': summary, 'seconds': total}, indent=2))}")
     if failed:
         raise SimulationDivergedError(f"examples {', '.join(failed)} diverged (see above); the others were written")
-    print(f"done in {time.perf_counter() - t_start:.1f} s; open the .glb files in any glTF viewer "
+    print(f"done in {total:.1f} s; open the .glb files in any glTF viewer "
           f"(e.g. Blender or https://gltf-viewer.donmccurdy.com) or play the .mp4 files")
     return 0

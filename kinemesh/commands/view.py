@@ -4,6 +4,8 @@ from __future__ import annotations
 
 
 def register(sub) -> None:
+    from kinemesh.checks import add_part_arguments
+
     p = sub.add_parser(
         "view",
         help="interactive browser viewer: play sequences, drive joints and reduced coordinates, drag, let go",
@@ -12,10 +14,12 @@ def register(sub) -> None:
             "articulation .json with --mesh) and print its URL. In the browser: play/scrub a sequence, drive "
             "joints with sliders, move the reduced coordinates q of the kinematic model, click a vertex and "
             "drag the gizmo (releasing it runs the latent dynamics), and download the motion as "
-            "GLB/MP4/NPZ. Stop with Ctrl-C."
+            "GLB/MP4/NPZ. A mesh is shown and moved part by part (a part made of many components as one), the "
+            "parts as for kinemesh simulate. Stop with Ctrl-C."
         ),
     )
     p.add_argument("input", help="mesh, .npz sequence, URDF/PartNet folder or articulation .json")
+    add_part_arguments(p)
     p.add_argument("--port", type=int, default=8080, help="port (default 8080)")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to bind (default 127.0.0.1 = this machine only; "
@@ -71,7 +75,8 @@ def run(args) -> int:
         if not Path(args.checkpoint).is_dir():
             raise InputFileError(args.checkpoint, "checkpoint folder not found")
     d = load_drawable(args.input, mesh=args.mesh, frames_per_joint=args.frames_per_joint,
-                      max_vertices=args.max_vertices or None)
+                      max_vertices=args.max_vertices or None, parts=True, labels=args.labels,
+                      auto_parts=not args.no_auto_parts)
     app = ViewerApp(d, ViewerConfig(checkpoint=args.checkpoint, device=args.device))
     gui = ViewerGUI(app, host=args.host, port=args.port, load_model_async=not args.no_model)
     if args.no_model:

@@ -260,6 +260,9 @@ def load_drawable(
     fps: float | None = None,
     max_vertices: int | None = 50000,
     max_frames: int | None = None,
+    parts: bool = False,
+    labels: str | os.PathLike | None = None,
+    auto_parts: bool = True,
 ) -> Drawable:
     """Load any supported input as a :class:`Drawable`.
 
@@ -272,6 +275,10 @@ def load_drawable(
     fps : frame rate override (sequences default to their own timing, else 30).
     max_vertices : vertex budget passed to the loaders (decimated with a warning above it).
     max_frames : URDF/PartNet sweeps longer than this are subsampled evenly before posing (None: all).
+    parts : load a mesh file with its parts (``kinemesh.geometry.segments.load_segmented``: ``labels`` file,
+        OBJ groups, GLB nodes, else grouped components unless ``auto_parts`` is False) as the model's working
+        mesh (duplicates merged within a part, split between parts); URDF / PartNet inputs always use their
+        links; ``labels`` is refused for inputs other than mesh files.
 
     Raises
     ------
@@ -282,9 +289,20 @@ def load_drawable(
     p = Path(path)
     if not p.exists():
         raise InputFileError(p, "file or folder not found")
-    if p.suffix.lower() == ".json":
+    what = "json" if p.suffix.lower() == ".json" else loaders.sequence_kind(p)
+    if labels is not None and what != "mesh":
+        raise InputFileError(labels, f"part labels are for mesh files; {p.name} is not one (URDF / PartNet "
+                                     f"folders use their links)")
+    if what == "json":
         return _articulation_json(p, mesh, max_vertices)
-    what = loaders.sequence_kind(p)
+    if (parts or labels is not None) and what == "mesh":
+        from kinemesh.geometry.segments import load_segmented
+
+        wm = load_segmented(p, labels=labels, auto_parts=auto_parts, max_vertices=max_vertices)
+        n = 0 if wm.part_ids is None else int(wm.part_ids.max()) + 1
+        return Drawable(frames=np.asarray(wm.mesh.vertices, np.float32)[None],
+                        faces=np.asarray(wm.mesh.faces, np.int64), part_ids=wm.part_ids, fps=fps or 30.0,
+                        title=p.name + (f" ({n} parts: {wm.part_source})" if n else ""))
     if what in ("urdf", "partnet"):
         from kinemesh.data import partnet
 
