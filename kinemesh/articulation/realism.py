@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kinemesh.articulation.dataset import rotate_object
+from kinemesh.articulation.dataset import random_yaw, rotate_object
 from kinemesh.data.articulated import ArticulatedObject, Joint, Part
 
 
@@ -31,6 +31,7 @@ class RealismConfig:
     """Probabilities and ranges of the augmentations (each applied independently)."""
 
     p_yaw: float = 0.75  # turn the object about +Z
+    p_quarter: float = 0.25  # a turn is a multiple of 90 deg with this probability, else uniform
     p_repose: float = 0.5  # move the rest pose to a random configuration
     repose_fraction: float = 0.5  # at most this fraction of each joint's range (continuous: of pi)
     p_stretch: float = 0.5  # anisotropic scaling
@@ -119,8 +120,7 @@ def augment(obj: ArticulatedObject, rng: np.random.Generator,
     if rng.random() < c.p_stretch:
         out = stretch(out, np.exp(rng.uniform(-c.stretch, c.stretch, 3)))
     if rng.random() < c.p_yaw:
-        yaw = rng.integers(0, 4) * 0.5 * np.pi if rng.random() < 0.25 else rng.uniform(-np.pi, np.pi)
-        out = rotate_object(out, float(yaw))
+        out = rotate_object(out, random_yaw(rng, c.p_quarter))
     if c.p_open > 0:
         parts = []
         for p in out.parts:

@@ -1,10 +1,12 @@
 """Train the articulation predictor: self-supervised pretraining on valid candidates, then fine-tuning on
-synthetic ground truth; the no-pretraining ablation is trained with the same fine-tuning schedule.
+synthetic ground truth (and, with ``--real``, the URDF joints of real training objects); the no-pretraining
+ablation is trained with the same fine-tuning schedule.
 
 Run ``python -m kinemesh.articulation.train --out kinemesh/assets/articulation`` (or
 ``scripts/train_articulation.sh``). Writes ``OUT/config.json`` + ``OUT/model.safetensors`` (pretrained +
 fine-tuned, the default) and ``OUT/no_pretrain/`` (ablation). Held-out categories
-(:data:`kinemesh.articulation.dataset.HOLDOUT_CATEGORIES`) and held-out instance seeds are never used.
+(:data:`kinemesh.articulation.dataset.HOLDOUT_CATEGORIES`), held-out instance seeds and the real validation
+split (:func:`kinemesh.articulation.dataset.real_objects`) are never used.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from kinemesh.articulation.dataset import HOLDOUT_CATEGORIES, PRETRAIN_SEED_BASE, build_object, part_samples
+from kinemesh.articulation.dataset import (
+    HOLDOUT_CATEGORIES, PRETRAIN_SEED_BASE, build_object, part_samples, real_objects,
+)
 from kinemesh.articulation.predictor import (
     ArticulationNet, PredictorConfig, PredictorEnsemble, finetune_loss, pretrain_loss, save_predictor,
 )
@@ -43,18 +47,25 @@ class TrainConfig:
     batch: int = 32  # batch size
     lr: float = 1e-3  # AdamW learning rate (cosine decay)
     seed: int = 0  # data and init seed
+    p_yaw: float = 0.75  # realism copies: probability of a yaw (full circle, half of them quarter turns)
+    real: str = ""  # folder of real PartNet-Mobility objects / URDFs; its train split is added (GEOPARD:
+    # pretraining on their valid candidates needs no labels, fine-tuning uses their URDF joints)
+    real_copies: int = 2  # realism copies (always yawed) per real object, on top of the object as loaded
+    real_cache: str = "runs/cache/articulation_real"  # npz cache of the loaded real objects ("" = none)
 
 
 def _gen(jobs, rng, cfg, with_validity, desc, n_augment: int = 0, realism=None):
+    """Samples of ``jobs``: (category or "assembly", seed) pairs built here, or ready ArticulatedObjects
+    (real objects), each followed by ``n_augment`` realism copies."""
     from kinemesh.progress import tqdm
 
     from kinemesh.articulation.realism import augment
 
     out = []
     vcfg = ValidityConfig(n_points=400, steps=6)
-    for kind, seed in tqdm(jobs, desc=desc, unit="obj"):
+    for job in tqdm(jobs, desc=desc, unit="obj"):
         try:
-            obj = build_object(kind, seed)
+            obj = build_object(*job) if isinstance(job, tuple) else job
         except Exception:  # a builder may give up on an unlucky seed
             continue
         out += part_samples(obj, rng, cfg, with_validity=with_validity, validity_config=vcfg)
@@ -122,9 +133,16 @@ def train(out_dir: str, tc: TrainConfig, pc: PredictorConfig | None = None) -> d
                [("assembly", PRETRAIN_SEED_BASE + s) for s in range(tc.n_assemblies_pre)]
     from kinemesh.articulation.realism import RealismConfig
 
-    realism = RealismConfig(p_sheet=tc.p_sheet)
+    realism = RealismConfig(p_sheet=tc.p_sheet, p_yaw=tc.p_yaw)
     ft = _gen(ft_jobs, rng, pc, False, "fine-tune data", tc.n_augment, realism)
     pre = _gen(pre_jobs, rng, pc, True, "pretrain data (validity labels)", tc.n_augment_pre, realism)
+    n_real = 0
+    if tc.real:  # real shapes are already real: copies are turned (and sometimes reposed/stretched) only
+        real = [o for _, o in real_objects(tc.real, "train", tc.real_cache or None)]
+        n_real = len(real)
+        rcfg = RealismConfig(p_yaw=1.0, p_repose=0.3, p_stretch=0.3, p_open=0.0, p_sheet=0.0)
+        ft += _gen(real, rng, pc, False, "fine-tune data (real)", tc.real_copies, rcfg)
+        pre += _gen(real, rng, pc, True, "pretrain data (real, validity labels)", 1, rcfg)
     t_data = time.time() - t0
     ft_t = _stack(ft, FT_KEYS)
     pre_t = _stack(pre, ("points", "box", "valid"))
@@ -149,7 +167,7 @@ def train(out_dir: str, tc: TrainConfig, pc: PredictorConfig | None = None) -> d
         abls.append(abl)
     info = {
         "train_config": tc.__dict__, "holdout_categories": list(HOLDOUT_CATEGORIES),
-        "train_categories": cats, "n_finetune_parts": len(ft), "n_pretrain_parts": len(pre),
+        "train_categories": cats, "n_real_objects": n_real, "n_finetune_parts": len(ft), "n_pretrain_parts": len(pre),
         "pretrain_valid_rate": valid_rate, "data_seconds": round(t_data, 1),
         "total_seconds": round(time.time() - t0, 1),
         "final_loss": {"pretrain": [h[-1] if h else None for h in h_pre], "finetune": [h[-1] for h in h_ft],
