@@ -330,7 +330,7 @@ def run(args) -> int:
         breakdown[sections[-1][0]] = "object"
     if args.real_val:
         real_val = load_real_objects(args.real_val, validation_only=True)
-        sections.append((f"real validation split ({len(real_val)} objects of {args.real_val}, sha1(id) % 5 == 0)",
+        sections.append((f"real validation split ({len(real_val)} objects of {args.real_val}, CRC32 of the id, 20%)",
                          real_val))
         breakdown[sections[-1][0]] = "object"
     cmd = (f"kinemesh eval articulation --n-objects {args.n_objects}" + (f" --real {args.real}" if args.real else "")
