@@ -30,14 +30,15 @@ from kinemesh.geometry.validity import ValidityConfig
 
 @dataclass
 class TrainConfig:
-    """Training schedule (defaults: about 20 min on one CPU thread of a shared 2-core machine)."""
+    """Training schedule (defaults with ``--real data/real_train``: 56 min on one CPU thread of a 2-core
+    machine shared by about 7 jobs, data 14 min)."""
 
     n_finetune: int = 12  # annotated instances per training category (fine-tuning)
     n_pretrain: int = 8  # unannotated instances per training category (pretraining, validity labels)
     n_assemblies_ft: int = 30  # annotated random assemblies
     n_assemblies_pre: int = 30  # unannotated random assemblies
-    epochs_pre: int = 40  # pretraining epochs
-    epochs_ft: int = 50  # fine-tuning epochs
+    epochs_pre: int = 30  # pretraining epochs (40 before the real objects nearly doubled the data)
+    epochs_ft: int = 40  # fine-tuning epochs (50 before)
     n_augment: int = 1  # asset-realism copies per fine-tuning object (:mod:`kinemesh.articulation.realism`)
     n_augment_pre: int = 1  # asset-realism copies per pretraining object (validity labels on the copy)
     p_sheet: float = 0.3  # realism: probability that a thin part of a copy is collapsed to a sheet
