@@ -10,7 +10,8 @@ def register(sub):
                     "one Sigma per object kind (see kinemesh/model/calibration.py). `kinemesh train` runs this "
                     "at the end of training; run it by hand for older checkpoints.")
     p.add_argument("checkpoint", help="checkpoint folder (config.json + model.safetensors); the file is written there")
-    p.add_argument("--data", required=True, help="the dataset folder the checkpoint was trained on")
+    p.add_argument("--data", required=True, action="append",
+                   help="the dataset folder the checkpoint was trained on (repeat for several)")
     p.add_argument("--split", default="train", help="split to encode (default train)")
     p.add_argument("--per-kind", type=int, default=150, help="sequences per kind (default 150)")
     p.add_argument("--frames", type=int, default=3, help="random frames encoded per sequence (default 3)")
@@ -24,7 +25,7 @@ def run(args) -> int:
 
     from kinemesh.model.calibration import calibrate_checkpoint
 
-    path, counts = calibrate_checkpoint(Path(args.checkpoint), Path(args.data), split=args.split,
+    path, counts = calibrate_checkpoint(Path(args.checkpoint), [Path(d) for d in args.data], split=args.split,
                                         per_kind=args.per_kind, frames_per_sequence=args.frames, seed=args.seed,
                                         progress=not args.no_progress)
     print(f"wrote {path} ({', '.join(f'{k} {n} poses' for k, n in counts.items())})")

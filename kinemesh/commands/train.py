@@ -10,7 +10,12 @@ def register(sub):
         "train", help="train the kinematic model on a dataset folder (resumable; torchrun for many devices)",
         description="Train the NeuROK-style conditional VAE. Multi-process: "
                     "torchrun --nproc_per_node N -m kinemesh train ... (gloo on CPU, nccl on CUDA).")
-    p.add_argument("--data", required=True, help="dataset folder with manifest.jsonl (from `kinemesh synth`)")
+    p.add_argument("--data", required=True, action="append", metavar="DIR[:WEIGHT]",
+                   help="dataset folder with manifest.jsonl (from `kinemesh synth`); repeat for several, each "
+                        "keeping its own splits, with an optional sampling weight (default: proportional to "
+                        "their training sequences)")
+    p.add_argument("--init", default=None, metavar="CKPT",
+                   help="start from this checkpoint's weights (fine-tuning; its model config must match)")
     p.add_argument("--out", required=True, help="run folder (checkpoints, log.csv, training_curves.png, tb/)")
     p.add_argument("--preset", default="cpu-small", help="tiny | cpu-small (default) | paper")
     p.add_argument("--steps", type=number(int, 1), default=None, help="stop at this total step count")
@@ -45,6 +50,7 @@ def run(args) -> int:
     from kinemesh.atomic import remove_stale
     from kinemesh.checks import out_dir
     from kinemesh.model.config import preset
+    from kinemesh.model.data import parse_data_spec
     from kinemesh.model.train import RunOptions, train
 
     config = preset(args.preset)
@@ -71,9 +77,11 @@ def run(args) -> int:
     if args.resume and int(os.environ.get("RANK", "0")) == 0 and Path(args.out).is_dir():
         for p in remove_stale(args.out):  # left by a run killed mid-write
             print(f"removed stale temporary {p}")
-    opts = RunOptions(data=Path(args.data), out=Path(args.out), steps=args.steps, minutes=args.minutes,
-                      device=args.device, resume=args.resume, seed=args.seed, threads=args.threads,
-                      progress=not args.no_progress)
+    folders, weights = zip(*[parse_data_spec(d) for d in args.data])
+    opts = RunOptions(data=list(folders), data_weights=list(weights), out=Path(args.out), steps=args.steps,
+                      minutes=args.minutes, device=args.device, resume=args.resume, seed=args.seed,
+                      threads=args.threads, progress=not args.no_progress,
+                      init=Path(args.init) if args.init else None)
     result = train(config, opts)
     print(json.dumps({k: (round(v, 6) if isinstance(v, float) else v) for k, v in result.items()}))
     _plot_curves(opts.out)

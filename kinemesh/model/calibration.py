@@ -95,22 +95,24 @@ def aggregate_posterior(model, entries: list[dict], per_kind: int = 200, frames_
     return covs, counts
 
 
-def calibrate_checkpoint(checkpoint: str | os.PathLike, data: str | os.PathLike, split: str = "train",
+def calibrate_checkpoint(checkpoint: str | os.PathLike, data, split: str = "train",
                          per_kind: int = 150, frames_per_sequence: int = 3, seed: int = 0,
                          progress: bool = True) -> tuple[Path, dict]:
-    """Compute and write ``checkpoint/prior_calibration.safetensors`` from ``split`` of dataset ``data``.
+    """Compute and write ``checkpoint/prior_calibration.safetensors`` from ``split`` of dataset ``data`` (a
+    folder or a list of folders, as ``kinemesh train --data``).
 
     Returns (path written, {kind: poses encoded}). Raises InputFileError / ConfigError for a bad checkpoint,
     dataset or split.
     """
-    from kinemesh.model.data import read_manifest_entries, select_split
+    from kinemesh.model.data import data_folders, read_datasets, select_split
 
     model = KinematicModel.load(checkpoint)
     model.prior_factors = None  # encode against mu_cond only; the old calibration plays no part
     model.to(dtype=torch.float64)
-    entries = select_split(read_manifest_entries(data), split)
+    folders = data_folders(data)
+    entries = select_split(read_datasets(folders)[0], split)
     covs, counts = aggregate_posterior(model, entries, per_kind=per_kind, frames_per_sequence=frames_per_sequence,
                                        seed=seed, progress=progress)
-    meta = {"data": str(data), "split": split, "per_kind": per_kind, "frames_per_sequence": frames_per_sequence,
+    meta = {"data": ", ".join(map(str, folders)), "split": split, "per_kind": per_kind, "frames_per_sequence": frames_per_sequence,
             "seed": seed, "counts": counts}
     return save_calibration(checkpoint, covs, meta), counts

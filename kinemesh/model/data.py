@@ -69,6 +69,67 @@ def select_split(entries: list[dict], split: str) -> list[dict]:
     return [e for e in entries if e["split"] == split]
 
 
+def parse_data_spec(spec: str) -> tuple[Path, float | None]:
+    """``DIR`` or ``DIR:WEIGHT`` (a number >= 0) -> (folder, weight or None). Raises ConfigError."""
+    head, sep, tail = str(spec).rpartition(":")
+    if not sep or "/" in tail or "\\" in tail:
+        return Path(spec), None
+    try:
+        weight = float(tail)
+    except ValueError:
+        return Path(spec), None
+    if not (np.isfinite(weight) and weight >= 0):
+        raise ConfigError(f"--data {spec}: the weight must be a finite number >= 0")
+    return Path(head), weight
+
+
+def data_folders(data) -> list[Path]:
+    """One dataset folder or a list of them, as a list of Paths."""
+    return [Path(data)] if isinstance(data, (str, os.PathLike)) else [Path(d) for d in data]
+
+
+def read_datasets(folders, weights=None) -> tuple[list[dict], dict[str, float]]:
+    """Entries of several dataset folders, each tagged with ``_dataset`` (its folder) and keeping its own
+    split, and the sampling weight of each folder: ``weights`` (one per folder, None = not given) when every
+    weight is given, else the folders' shares of training sequences. Raises InputFileError, ConfigError."""
+    folders = [Path(f) for f in folders]
+    weights = list(weights) if weights is not None else [None] * len(folders)
+    if len(weights) != len(folders):
+        raise ConfigError(f"{len(folders)} dataset folders but {len(weights)} weights")
+    if len({str(f.resolve()) for f in folders}) != len(folders):
+        raise ConfigError("--data: the same dataset folder is given twice")
+    given = [w is not None for w in weights]
+    if any(given) and not all(given):
+        raise ConfigError("--data: give a :WEIGHT to every dataset folder or to none (default: proportional "
+                          "to their training sequences)")
+    entries, shares = [], {}
+    for folder, w in zip(folders, weights):
+        es = read_manifest_entries(folder)
+        for e in es:
+            e["_dataset"] = str(folder)
+        entries += es
+        shares[str(folder)] = float(w) if w is not None else float(len(select_split(es, "train")))
+    if sum(shares.values()) <= 0:
+        raise ConfigError("--data: the dataset weights are all 0")
+    _warn_shared_instances(entries)
+    return entries, shares
+
+
+def _warn_shared_instances(entries: list[dict]) -> None:
+    """Warn when one instance (same name and vertex count) is trained on in one dataset and held out in
+    another: the validation curve would then see training data."""
+    seen: dict[tuple, tuple[str, str]] = {}
+    for e in entries:
+        key = (e.get("instance"), e.get("n_vertices"))
+        if key[0] is None:
+            continue
+        prev = seen.setdefault(key, (e["_dataset"], e["split"]))
+        if prev[0] != e["_dataset"] and (prev[1] == "train") != (e["split"] == "train"):
+            log.warning("instance %s is '%s' in %s and '%s' in %s: held-out numbers see training data",
+                        key[0], prev[1], prev[0], e["split"], e["_dataset"])
+            return
+
+
 FREE_BODY_KINDS = ("elastic", "cloth")
 
 
@@ -95,11 +156,14 @@ class Augment:
 class PairSampler:
     """Draws batches of (points on M0, deformation) pairs in normalised coordinates.
 
-    Instances are chosen with equal probability per ``kind`` (articulated / elastic / cloth ...), then
-    uniformly within the kind, so a small kind is not drowned out.
+    Entries from several datasets (``_dataset`` key, see ``read_datasets``) are drawn by dataset with
+    probabilities ``dataset_weights`` ({name: weight}, default equal); within a dataset instances are chosen
+    with equal probability per ``kind`` (articulated / elastic / cloth ...), then uniformly within the kind,
+    so a small kind is not drowned out.
     """
 
-    def __init__(self, entries: list[dict], n_points: int, augment: Augment, max_cached: int = 100000):
+    def __init__(self, entries: list[dict], n_points: int, augment: Augment, max_cached: int = 100000,
+                 dataset_weights: dict[str, float] | None = None):
         if not entries:
             raise ConfigError("no dataset entries for this split")
         self.entries = entries
@@ -107,23 +171,30 @@ class PairSampler:
         self.augment = augment
         self.max_cached = max_cached
         self._cache: OrderedDict[int, tuple[KinematicSequence, np.ndarray]] = OrderedDict()
-        kinds: dict[str, list[int]] = {}
+        self.datasets: dict[str, dict[str, list[int]]] = {}
         for i, e in enumerate(entries):
-            kinds.setdefault(str(e.get("kind", "unknown")), []).append(i)
-        self.kinds = kinds
+            self.datasets.setdefault(str(e.get("_dataset", "")), {}).setdefault(str(e.get("kind", "unknown")),
+                                                                                []).append(i)
+        w = np.array([float((dataset_weights or {}).get(name, 1.0)) for name in self.datasets])
+        if not (np.isfinite(w).all() and (w >= 0).all() and w.sum() > 0):
+            raise ConfigError(f"dataset weights must be >= 0 and not all 0, got {dataset_weights}")
+        self.dataset_p = w / w.sum()
 
     def sequence(self, i: int) -> KinematicSequence:
         return self._load(i)[0]
 
     def _load(self, i: int) -> tuple[KinematicSequence, np.ndarray]:
-        """(sequence, connected-component label of each face)."""
+        """(sequence, group label of each face): the sequence's part (``part_ids``) when it has them, else
+        the connected component, as ``KinematicModel.instance`` groups points at inference (a real part is
+        many components and must move as one)."""
         item = self._cache.get(i)
         if item is None:
             path = self.entries[i]["_path"]
             seq = KinematicSequence.load(path)
             if seq.n_frames < 1:
                 raise InputFileError(path, "has no frames")
-            item = (seq, connected_components(seq.n_vertices, seq.faces)[seq.faces[:, 0]])
+            groups = seq.part_ids if seq.part_ids is not None else connected_components(seq.n_vertices, seq.faces)
+            item = (seq, np.asarray(groups)[seq.faces[:, 0]])
             self._cache[i] = item
             if len(self._cache) > self.max_cached:
                 self._cache.popitem(last=False)
@@ -132,10 +203,13 @@ class PairSampler:
         return item
 
     def pair(self, rng: np.random.Generator, index: int | None = None, frames: tuple[int, int] | None = None):
-        """One pair: points (P,3), delta (P,3) float32 normalised, component labels (P,) int64, instance index."""
+        """One pair: points (P,3), delta (P,3) float32 normalised, part/component labels (P,) int64, instance index."""
         if index is None:
-            kind = list(self.kinds)[rng.integers(len(self.kinds))]
-            index = int(self.kinds[kind][rng.integers(len(self.kinds[kind]))])
+            kinds = next(iter(self.datasets.values()))
+            if len(self.datasets) > 1:  # one dataset: the draws of the single-dataset sampler, unchanged
+                kinds = list(self.datasets.values())[rng.choice(len(self.datasets), p=self.dataset_p)]
+            kind = list(kinds)[rng.integers(len(kinds))]
+            index = int(kinds[kind][rng.integers(len(kinds[kind]))])
         seq, face_comp = self._load(index)
         states = np.concatenate([seq.rest_vertices[None], seq.frames]).astype(np.float64)
         if frames is None:

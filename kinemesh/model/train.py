@@ -1,6 +1,8 @@
 """Training of the conditional VAE (NeuROK Sec. 4.2, Eq. 1), resumable and data-parallel.
 
-Single process: ``kinemesh train --data DIR --out runs/NAME``. Many processes (GPUs or machines): launch the
+Single process: ``kinemesh train --data DIR --out runs/NAME``; several datasets: repeat ``--data DIR[:WEIGHT]``
+(pairs drawn per dataset by weight, default proportional to training sequences; each keeps its own splits,
+validation on the union of their val splits); ``--init CKPT`` starts from a checkpoint's weights (fine-tuning). Many processes (GPUs or machines): launch the
 same command with ``torchrun --nproc_per_node N -m kinemesh train ...``; each process draws its own pairs,
 gradients are averaged by DistributedDataParallel (gloo on CPU, nccl on CUDA) and rank 0 writes logs and
 checkpoints.
@@ -19,7 +21,7 @@ import logging
 import math
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +31,7 @@ from kinemesh.atomic import atomic_dir, write_text
 from kinemesh.errors import ConfigError, KinemeshError
 from kinemesh.model.checkpoint import load_weights, read_config, save_weights
 from kinemesh.model.config import Config
-from kinemesh.model.data import Augment, PairSampler, read_manifest_entries, select_split
+from kinemesh.model.data import Augment, PairSampler, data_folders, read_datasets, select_split
 from kinemesh.model.network import KinematicVAE, vae_loss
 
 log = logging.getLogger(__name__)
@@ -46,8 +48,8 @@ class TrainingCollapsedError(KinemeshError):
 class RunOptions:
     """What one ``kinemesh train`` invocation does (the model/optimiser settings live in Config)."""
 
-    data: Path
-    """Dataset folder with manifest.jsonl."""
+    data: Path | list[Path]
+    """Dataset folder with manifest.jsonl, or several (each keeps its own splits)."""
     out: Path
     """Run folder (created; with --resume continued)."""
     steps: int | None = None
@@ -66,6 +68,10 @@ class RunOptions:
     """Show a tqdm progress bar (rank 0)."""
     stop_at: int | None = None
     """Testing: stop (as if interrupted) after this total step, keeping the --steps schedule."""
+    data_weights: list[float | None] | None = None
+    """Sampling weight per ``data`` folder (None: proportional to their training sequences)."""
+    init: Path | None = None
+    """Start a new run from this checkpoint's weights (fine-tuning); its model config must equal the run's."""
     replica_file: str | None = None
     """Testing: every rank writes its final parameters to ``out/<replica_file>.rank<r>.safetensors``."""
 
@@ -150,23 +156,33 @@ def train(config: Config, opts: RunOptions) -> dict:
         log.warning("--resume: no checkpoint in %s, starting a new run", out)
     tc = config.train
 
-    entries = read_manifest_entries(opts.data)
+    folders = data_folders(opts.data)
+    entries, weights = read_datasets(folders, opts.data_weights)
     train_entries = select_split(entries, "train")
-    val_entries = select_split(entries, "heldout")
-    if val_entries and not any(e["split"] in ("val", "valid", "validation") for e in val_entries):
-        log.warning("%s: no 'val' split (dataset made before kinemesh synth --val-fraction); the validation curve "
-                    "uses the test splits, so do not select models by it", opts.data)
+    # the union of the datasets' validation splits; test splits only when no dataset has one
+    val_entries = [e for e in entries if e["split"] in ("val", "valid", "validation")]
+    if not val_entries:
+        val_entries = select_split(entries, "heldout")
+        if val_entries:
+            log.warning("%s: no 'val' split (dataset made before kinemesh synth --val-fraction); the validation "
+                        "curve uses the test splits, so do not select models by it", ", ".join(map(str, folders)))
     if not train_entries:
-        raise ConfigError(f"{opts.data}: manifest has no entries with split 'train'")
+        raise ConfigError(f"{', '.join(map(str, folders))}: manifest has no entries with split 'train'")
+    if rank == 0 and len(folders) > 1:
+        log.info("datasets (sampling weight): %s", ", ".join(f"{k} ({v / sum(weights.values()):.2f})"
+                                                              for k, v in weights.items()))
     augment = Augment(tc.rotate_z, tuple(tc.scale_range), tc.resample_points)
-    sampler = PairSampler(train_entries, tc.n_points, augment, tc.max_cached_instances)
-    val_sampler = (PairSampler(val_entries, tc.n_points, Augment(False, (1.0, 1.0), True), tc.max_cached_instances)
-                   if val_entries else None)
+    sampler = PairSampler(train_entries, tc.n_points, augment, tc.max_cached_instances, weights)
+    val_sampler = (PairSampler(val_entries, tc.n_points, Augment(False, (1.0, 1.0), True), tc.max_cached_instances,
+                               weights) if val_entries else None)
 
     torch.manual_seed(opts.seed)
     net = KinematicVAE(config.model).to(device)
     if state["step"] > 0:
         load_weights(net, ckpt)
+    elif opts.init is not None:
+        init_from(net, config, opts.init)
+        state["init"] = str(opts.init)
     opt = torch.optim.AdamW(net.parameters(), lr=tc.lr, weight_decay=tc.weight_decay)
     if opt_groups is not None:
         _load_optimizer(opt, ckpt, opt_groups)
@@ -332,6 +348,18 @@ def train(config: Config, opts: RunOptions) -> dict:
     if last_val:
         result.update(last_val)
     return result
+
+
+def init_from(net: KinematicVAE, config: Config, folder) -> None:
+    """Load the weights of checkpoint ``folder`` into ``net`` for fine-tuning. Raises ConfigError when the
+    checkpoint's model config differs from ``config.model``, InputFileError for an unreadable checkpoint."""
+    theirs, _ = read_config(folder)
+    ours_d, theirs_d = asdict(config.model), asdict(theirs.model)
+    diff = [f"{k} {theirs_d[k]!r} (run: {ours_d[k]!r})" for k in ours_d if ours_d[k] != theirs_d[k]]
+    if diff:
+        raise ConfigError(f"--init {Path(folder) / 'config.json'}: model config differs from this run's: "
+                          f"{', '.join(diff)}; use the same --preset/--set or drop --init")
+    load_weights(net, folder)
 
 
 @torch.no_grad()
