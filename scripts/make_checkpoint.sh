@@ -1,18 +1,27 @@
 #!/usr/bin/env bash
-# Reproduce the shipped default checkpoint (kinemesh/assets/checkpoints/default/).
-#   1. generate the default synthetic dataset (articulated + elastic + cloth; scripts/make_dataset.sh,
-#      about 4-12 min on 2 cores, resumable),
-#   2. train the cpu-small conditional VAE for a fixed wall-clock budget (MINUTES, default 60, as for the shipped checkpoint) with NPROC
-#      data-parallel processes (default 2 = one per core, torchrun + gloo; NPROC=1 trains in one process),
-#      resumable: rerun with RESUME=1 to continue the same run, its steps accumulate,
-#   3. copy config.json + model.safetensors (~5 MB) into the package.
-# Total about 1 hour on the 2-core CPU machine (no GPU). On a GPU machine use e.g.
+# Reproduce the shipped default checkpoint (kinemesh/assets/checkpoints/default/) in two stages.
+#   1. pre-train: generate the synthetic dataset data/default (scripts/make_dataset.sh, 4-12 min on 2 cores,
+#      resumable) and train the cpu-small conditional VAE on it from scratch for MINUTES (default 60) with
+#      NPROC data-parallel processes (default 2 = one per core, torchrun + gloo; NPROC=1 trains in one process)
+#      into PRE_RUN (default runs/default),
+#   2. fine-tune (FINETUNE=1, the default): generate the soft + hanging-cloth set data/soft
+#      (`PARTS=default,soft scripts/make_dataset.sh data/soft`: the synthetic set again plus the soft part,
+#      with a val split; about 40 min shared) and the real 4D set data/real4d (`kinemesh synth --from-urdf
+#      data/real_train`: 158 PartNet-Mobility objects, ../shared/real_train.tar.xz unpacked into data/, about
+#      15 min), then train from PRE_RUN's weights (--init) on both for FT_MINUTES (default 45) at half the
+#      learning rate, soft:real sampled 2:1, into RUN (default runs/retrain),
+#   3. copy config.json + model.safetensors (~5 MB) + the calibrated prior into the package.
+# Resumable: rerun with RESUME=1 to continue the last stage's run, its steps accumulate.
+# Total about 3 h on the 2-core CPU machine (no GPU). On a GPU machine use e.g.
 #   DEVICE=cuda PRESET=paper NPROC=8 MINUTES=600 scripts/make_checkpoint.sh
-# Usage: [NPROC=2] [MINUTES=60] [RESUME=1] scripts/make_checkpoint.sh [DATA_DIR] [RUN_DIR]
+# Usage: [NPROC=2] [MINUTES=60] [FT_MINUTES=45] [FINETUNE=1] [RESUME=1] scripts/make_checkpoint.sh [DATA_DIR] [RUN_DIR]
 set -euo pipefail
 DATA="${1:-data/default}"
-RUN="${2:-runs/default}"
+RUN="${2:-runs/retrain}"
+PRE_RUN="${PRE_RUN:-runs/default}"
 MINUTES="${MINUTES:-60}"
+FT_MINUTES="${FT_MINUTES:-45}"
+FINETUNE="${FINETUNE:-1}"
 PRESET="${PRESET:-cpu-small}"
 DEVICE="${DEVICE:-cpu}"
 THREADS="${THREADS:-1}"
@@ -20,25 +29,35 @@ SEED="${SEED:-0}"
 NPROC="${NPROC:-2}"
 DEST="kinemesh/assets/checkpoints/default"
 
-if [ ! -f "$DATA/manifest.jsonl" ]; then
-  bash scripts/make_dataset.sh "$DATA"
-fi
-EXTRA=()
-if [ "${RESUME:-0}" = "1" ]; then EXTRA+=(--resume); fi
-start=$(date +%s)
 if [ "$NPROC" -gt 1 ]; then
   # data-parallel: NPROC processes (gloo on CPU, nccl on CUDA), each with its own batch
   LAUNCH=(torchrun --standalone --nproc_per_node "$NPROC" -m kinemesh.cli)
 else
   LAUNCH=(kinemesh)
 fi
-"${LAUNCH[@]}" train --data "$DATA" --preset "$PRESET" --out "$RUN" --minutes "$MINUTES" --device "$DEVICE" \
-  --threads "$THREADS" --seed "$SEED" --no-progress "${EXTRA[@]}"
+COMMON=(--preset "$PRESET" --device "$DEVICE" --threads "$THREADS" --seed "$SEED" --no-progress)
+if [ "${RESUME:-0}" = "1" ]; then COMMON+=(--resume); fi
+start=$(date +%s)
+
+if [ ! -f "$PRE_RUN/model.safetensors" ] || { [ "$FINETUNE" != "1" ] && [ "${RESUME:-0}" = "1" ]; }; then
+  if [ ! -f "$DATA/manifest.jsonl" ]; then bash scripts/make_dataset.sh "$DATA"; fi
+  "${LAUNCH[@]}" train --data "$DATA" --out "$PRE_RUN" --minutes "$MINUTES" "${COMMON[@]}"
+fi
+FINAL="$PRE_RUN"
+if [ "$FINETUNE" = "1" ]; then
+  if [ ! -f data/soft/manifest.jsonl ]; then PARTS=default,soft bash scripts/make_dataset.sh data/soft; fi
+  if [ ! -f data/real4d/manifest.jsonl ]; then
+    kinemesh synth --from-urdf data/real_train --out data/real4d --workers 1 --no-progress
+  fi
+  "${LAUNCH[@]}" train --data data/soft:2 --data data/real4d:1 --init "$PRE_RUN" --lr 5e-4 --out "$RUN" \
+    --minutes "$FT_MINUTES" "${COMMON[@]}"
+  FINAL="$RUN"
+fi
 echo "training took $(( ($(date +%s) - start) / 60 )) min"
 mkdir -p "$DEST"
-cp "$RUN/config.json" "$DEST/config.json"
-cp "$RUN/model.safetensors" "$DEST/model.safetensors"
+cp "$FINAL/config.json" "$DEST/config.json"
+cp "$FINAL/model.safetensors" "$DEST/model.safetensors"
 # the calibrated prior (written by `kinemesh train` at the end; `kinemesh calibrate` re-makes it)
-cp "$RUN/prior_calibration.safetensors" "$DEST/prior_calibration.safetensors"
+cp "$FINAL/prior_calibration.safetensors" "$DEST/prior_calibration.safetensors"
 ls -la "$DEST"
-echo "evaluate: kinemesh eval model --data $DATA --split test --out docs/results/model_test.json"
+echo "evaluate: kinemesh eval model --data data/real4d --split val --parts; kinemesh eval model --data data/soft --split val"

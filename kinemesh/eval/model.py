@@ -9,7 +9,7 @@ For every held-out instance (M0 = its rest mesh):
   pairwise distances / object size) and attachment (parts that touch at rest stay within 2 % of the object
   size of each other); elastic and cloth objects: relative change of total surface area.
 
-    kinemesh eval model --data DIR [--checkpoint DIR] [--split auto] [--max-instances 60] [--out FILE.json]
+    kinemesh eval model --data DIR [--checkpoint DIR] [--split auto] [--max-instances 60] [--parts] [--out FILE.json]
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ class ModelEvalConfig:
     n_points: int = option(2048, "surface points per instance", min=1)
     seed: int = option(0)
     device: str = option("cpu", choices=("cpu", "cuda"))
+    parts: bool = option(False, "bind with the sequences' part ids (a segmented input, e.g. a URDF) instead of "
+                                "grouping points by connected component")
 
     def __post_init__(self):
         check(self)
@@ -116,8 +118,10 @@ def evaluate(cfg: ModelEvalConfig) -> Result:
         if seq.kind in FREE_BODY_KINDS:  # shape change only, as in training (whole-body flight removed)
             frames_all = np.stack([remove_rigid_motion(rest, f) for f in frames_all])
         size = float((rest.max(0) - rest.min(0)).max())
-        # as a user would call it: no part labels, vertices follow points of their connected component
-        inst = model.instance(rest, faces, n_points=cfg.n_points, seed=cfg.seed)
+        # as a user would call it: no part labels (vertices follow points of their connected component), or
+        # with --parts the part labels of a segmented input
+        inst = model.instance(rest, faces, n_points=cfg.n_points, seed=cfg.seed,
+                              part_ids=seq.part_ids if cfg.parts else None)
         row = {"path": str(e.get("path", e["_path"])), "kind": seq.kind, "category": seq.category, "size_m": size}
         # posterior reconstruction of the frames that move most (known correspondences)
         motion = np.linalg.norm(frames_all - rest[None], axis=-1).mean(-1)
