@@ -135,18 +135,24 @@ def test_training_groups_points_by_part_ids(tmp_path):
 def test_eval_model_parts_binds_by_part(tmp_path):
     """`eval model --parts` binds with the sequences' part ids: a part of two separate boxes then moves as one
     body in prior samples (within-part rigidity ~0); bound by connected component, its boxes move apart."""
+    from kinemesh.atomic import write_text
     from kinemesh.data.sequence import KinematicSequence
-    from kinemesh.eval.model import evaluate
-    from kinemesh.model.api import KinematicModel
+    from kinemesh.eval.model import ModelEvalConfig, evaluate
+    from kinemesh.model.checkpoint import save_weights
 
     rest = np.concatenate([box([0, 0, 0], [1, 1, 1]), box([2, 0, 0], [3, 1, 1]), box([0, 0, 2], [3, 1, 3])])
     faces = np.concatenate([BOX_F, BOX_F + 8, BOX_F + 16])
     frames = np.stack([rest + np.where(np.arange(24)[:, None] >= 16, [0.0, 0.0, 0.5], 0.0)])
     KinematicSequence(rest, faces, frames, np.zeros(1), np.repeat([0, 0, 1], 8),
                       {"kind": "articulated", "category": "boxes"}).save(tmp_path / "s.npz")
+    write_text(tmp_path / "manifest.jsonl", json.dumps({"path": "s.npz", "split": "val", "kind": "articulated"}) + "\n")
     torch.manual_seed(0)
-    model = KinematicModel(KinematicVAE(preset("tiny").model), preset("tiny"))
-    entries = [{"_path": tmp_path / "s.npz", "path": "s.npz", "kind": "articulated"}]
-    by_part = evaluate(model, entries, frames=1, samples=4, n_points=256, parts=True)[0][0]["rigidity"]
-    by_component = evaluate(model, entries, frames=1, samples=4, n_points=256, parts=False)[0][0]["rigidity"]
+    save_weights(KinematicVAE(preset("tiny").model), preset("tiny"), tmp_path / "ckpt")
+
+    def rigidity(parts: bool) -> float:
+        cfg = ModelEvalConfig(data=str(tmp_path), checkpoint=str(tmp_path / "ckpt"), split="val", frames=1,
+                              samples=4, n_points=256, parts=parts)
+        return evaluate(cfg).rows[0]["rigidity"]
+
+    by_part, by_component = rigidity(True), rigidity(False)
     assert by_part < 1e-5 and by_component > 1e-3
