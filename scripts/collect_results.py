@@ -15,6 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 DOCS = [
+    ("docs/results/headline.md", "Headline: real objects and unlike categories"),
     ("docs/results/model.md", "Kinematic model (issue: neural kinematic model)"),
     ("docs/results/ik.md", "Active subspace and inverse kinematics (Table 1)"),
     ("docs/results/ik_calibrated.md", "Inverse kinematics with the calibrated prior (option)"),
