@@ -17,11 +17,7 @@ LAYERS = {  # subpackage -> rank; a module may import its own rank (no cycles) o
     "viz": 7, "eval": 8, "commands": 9,
 }
 
-PRIVATE_ALLOWED = {
-    # owned by the dynamics-speed change at the time of writing: make these public there
-    ("kinemesh.dynamics.boundary", "kinemesh.dynamics.eom", "_solve"),
-    ("kinemesh.dynamics.integrators", "kinemesh.dynamics.eom", "_decoder_dtype"),
-}
+PRIVATE_ALLOWED: set[tuple[str, str, str]] = set()  # (importer, module, name) exceptions: none
 
 
 def module_imports(root: Path = PACKAGE) -> dict[str, set[tuple[str, str]]]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from kinemesh.dynamics.eom import kinematics, mass_matrix, _solve
+from kinemesh.dynamics.eom import kinematics, mass_matrix, spd_solve
 from kinemesh.dynamics.system import Handles, System
 from kinemesh.errors import ConfigError
 
@@ -83,7 +83,7 @@ def solve_positions(system: System, handles: Handles, targets, q_init=None, n_st
             g = Jh.T @ r + lam_reg * (q - system.q_rest) + wb * excess * torch.sign(q - mu)
             improved = False
             for _ in range(8):
-                dq = -_solve(A + damping * (torch.diag(torch.diag(A)) + 1e-12 * torch.eye(k, dtype=A.dtype)), g)
+                dq = -spd_solve(A + damping * (torch.diag(torch.diag(A)) + 1e-12 * torch.eye(k, dtype=A.dtype)), g)
                 qn = q + dq
                 kn = kinematics(system, qn)
                 cn = cost(qn, kn)
@@ -117,7 +117,7 @@ def solve_velocities(system: System, handles: Handles, q0: torch.Tensor, velocit
     Jh = handles.jacobian(kin.J).reshape(k, -1).T  # (3h, k)
     A = Jh.T @ Jh
     lam = reg * (float(torch.trace(A)) / k + 1e-300)
-    qd = _solve(A + lam * torch.eye(k, dtype=A.dtype), Jh.T @ v.reshape(-1))
+    qd = spd_solve(A + lam * torch.eye(k, dtype=A.dtype), Jh.T @ v.reshape(-1))
     res = (Jh @ qd - v.reshape(-1)).reshape(-1, 3)
     return qd, float(torch.sqrt((res * res).sum(-1).mean()))
 
@@ -150,4 +150,4 @@ def impulse_velocity(system: System, handles: Handles, q: torch.Tensor, impulse)
         raise ConfigError("impulse must be finite")
     kin = kinematics(system, q)
     M = mass_matrix(system, kin.J)
-    return _solve(M, torch.einsum("ihc,hc->i", handles.jacobian(kin.J), p))
+    return spd_solve(M, torch.einsum("ihc,hc->i", handles.jacobian(kin.J), p))

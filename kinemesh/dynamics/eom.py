@@ -33,7 +33,8 @@ class Kinematics:
     fd: tuple | None = None
 
 
-def _decoder_dtype(system: System) -> torch.dtype:
+def decoder_dtype(system: System) -> torch.dtype:
+    """The floating dtype the system's decoder computes in (its prior mean's; float32 when it has none)."""
     mu = getattr(system.decoder, "mu_cond", None)
     return mu.dtype if isinstance(mu, torch.Tensor) and mu.is_floating_point() else torch.float32
 
@@ -48,7 +49,7 @@ def kinematics(system: System, q: torch.Tensor, qd: torch.Tensor | None = None) 
     step ``system.fd_step`` in q units), several times faster on transformer decoders where PyTorch's
     forward-mode AD (and nested forward mode even more) is slow; use it with a float64 decoder.
     """
-    dt = _decoder_dtype(system)
+    dt = decoder_dtype(system)
     f = system.decoder.points
     k = int(q.shape[0])
     qq = q.detach().to(dt)
@@ -114,7 +115,7 @@ def _barrier(system: System, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
 def _rest_points(system: System) -> torch.Tensor:
     cache = getattr(system, "_rest_x", None)
     if cache is None:
-        dt = _decoder_dtype(system)
+        dt = decoder_dtype(system)
         with torch.no_grad():
             cache = system.decoder.points(system.q_rest.to(dt)).double()
         system._rest_x = cache
@@ -124,7 +125,7 @@ def _rest_points(system: System) -> torch.Tensor:
 def potential_energy(system: System, q: torch.Tensor, x: torch.Tensor | None = None) -> torch.Tensor:
     """V(q) in joules (gravity relative to the rest state + elastic + barrier + springs). x: (P, 3) points."""
     if x is None:
-        dt = _decoder_dtype(system)
+        dt = decoder_dtype(system)
         with torch.no_grad():
             x = system.decoder.points(q.to(dt)).double()
     q = q.double()
@@ -179,7 +180,7 @@ def acceleration(system: System, q: torch.Tensor, qd: torch.Tensor, t: float = 0
         rhs = rhs - system.damping_mass * damping_matrix(system, M) @ qd
     if system.damping_stiffness and system.stiffness:
         rhs = rhs - system.damping_stiffness * system.stiffness * system.latent * qd
-    qdd = _solve(M, rhs)
+    qdd = spd_solve(M, rhs)
     return (qdd, kin, M) if return_kinematics else qdd
 
 
@@ -190,7 +191,8 @@ def damping_matrix(system: System, M: torch.Tensor) -> torch.Tensor:
     return M * p[:, None] * p[None, :]
 
 
-def _solve(M: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
+def spd_solve(M: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
+    """Solve M x = rhs for a symmetric positive (semi-)definite M (k, k): Cholesky, least squares if it fails."""
     L, info = torch.linalg.cholesky_ex(M)
     if int(info) == 0:
         return torch.cholesky_solve(rhs[:, None], L)[:, 0]
@@ -200,7 +202,7 @@ def _solve(M: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
 def point_velocities(system: System, q: torch.Tensor, qd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Points x (P, 3) and their velocities xd = J qd (P, 3) at (q, qd), float64: one directional derivative
     (central difference along qd, 3 decoded states, or one JVP) instead of the whole Jacobian."""
-    dt = _decoder_dtype(system)
+    dt = decoder_dtype(system)
     f = system.decoder.points
     qq, v = q.detach().to(dt), qd.detach().to(dt)
     with torch.no_grad():

@@ -78,9 +78,9 @@ def velocity_coupling(system: System, q: torch.Tensor, v: torch.Tensor, h: float
     vn = float(torch.linalg.norm(v))
     if vn == 0:
         return torch.zeros(k, k, dtype=torch.float64)
-    from kinemesh.dynamics.eom import _decoder_dtype
+    from kinemesh.dynamics.eom import decoder_dtype
 
-    dt = _decoder_dtype(system)
+    dt = decoder_dtype(system)
     decode = getattr(system.decoder, "points_nograd", system.decoder.points)
     if kin is not None and kin.fd is not None:
         xe, xu, hk = kin.fd  # x(q + h e_i) (k, P, 3), x(q + h u) (P, 3)
