@@ -335,7 +335,7 @@ def test_bad_inputs_give_clear_messages(tmp_path, capsys):
     # per-face labels of the wrong length
     labels = tmp_path / "labels.txt"
     labels.write_text("0\n1\n")
-    with pytest.raises(KinemeshError, match="labels for 12 faces"):
+    with pytest.raises(KinemeshError, match="2 labels for the 12 faces"):
         load_parts(path, labels=labels)
 
 

@@ -13,12 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from kinemesh.data.arrays import load_npy
 from kinemesh.data.articulated import ArticulatedObject, Joint, Part
+from kinemesh.data.meshes import MESH_SUFFIXES, load_mesh, read_face_parts, read_part_labels
+from kinemesh.data.partnet import Y_UP_TO_Z_UP
 from kinemesh.errors import InputFileError
-
-MESH_EXTS = {".obj", ".ply", ".stl", ".off", ".glb", ".gltf"}
-Y_UP_TO_Z_UP = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])  # (x, y, z) -> (x, -z, y)
 
 
 def static_object(parts: list[Part], name: str = "object", category: str = "unknown",
@@ -35,13 +33,13 @@ def load_parts(path: str | os.PathLike, labels: str | os.PathLike | None = None,
                min_component_fraction: float = 0.002) -> ArticulatedObject:
     """Load ``path`` as a segmented static shape (see module doc).
 
-    ``labels``: a per-face label file (``.npy`` int array or text with one label per line, one per face) that
-    splits a single mesh into parts. ``up``: ``"z"`` (default for OBJ/PLY/STL/OFF) or ``"y"`` (default for
+    ``labels``: a part-label file (``.npy`` int array or text with one label per line, one per face or per
+    vertex; :func:`kinemesh.data.meshes.read_part_labels`) that splits a single mesh into parts. ``up``: ``"z"`` (default for OBJ/PLY/STL/OFF) or ``"y"`` (default for
     glTF/GLB, whose convention is Y up). Connected components smaller than ``min_component_fraction`` of the
     surface area are merged into the nearest larger component.
 
-    Raises InputFileError naming the file for unreadable input, a label count that does not match the faces,
-    or an unknown format.
+    Raises InputFileError naming the file for unreadable input, a label count matching neither the faces nor
+    the vertices, or an unknown format.
     """
     p = Path(path)
     if not p.exists():
@@ -60,88 +58,21 @@ def load_parts(path: str | os.PathLike, labels: str | os.PathLike | None = None,
         seq = KinematicSequence.load(p)
         names = [d.get("name", f"part_{i}") for i, d in enumerate(seq.meta.get("parts", []))]
         labs = [d.get("label", "") for d in seq.meta.get("parts", [])]
+        v, f = np.asarray(seq.rest_vertices, float), np.asarray(seq.faces)
         if seq.part_ids is None:
-            return _split(np.asarray(seq.rest_vertices, float), np.asarray(seq.faces), p, labels,
-                          min_component_fraction)
-        parts = _parts_from_vertex_ids(np.asarray(seq.rest_vertices, float), np.asarray(seq.faces),
-                                       np.asarray(seq.part_ids), names, labs)
+            face_parts, names = read_part_labels(labels, f, len(v), p.name) if labels is not None else (None, [])
+            return _split(v, f, face_parts, names, labels is not None, p, min_component_fraction)
+        parts = _parts_from_vertex_ids(v, f, np.asarray(seq.part_ids), names, labs)
         return static_object(parts, p.stem, seq.meta.get("category", "unknown"), seq.meta.get("joints", []))
-    if p.suffix.lower() not in MESH_EXTS:
+    if p.suffix.lower() not in MESH_SUFFIXES:
         raise InputFileError(p, f"unsupported input {p.suffix!r}; use a URDF/PartNet-Mobility folder, .npz "
-                                f"sequence or a mesh ({', '.join(sorted(MESH_EXTS))})")
-    import trimesh
-
-    up = up or ("y" if p.suffix.lower() in (".glb", ".gltf") else "z")
-    R = Y_UP_TO_Z_UP if up == "y" else np.eye(3)
-    if p.suffix.lower() == ".obj" and labels is None:
-        groups = _obj_groups(p)
-        if len(groups) >= 2:
-            return static_object([Part(n, v @ R.T, f, "") for n, (v, f) in groups.items()], p.stem)
-    try:
-        loaded = trimesh.load(p, process=False)
-    except Exception as exc:  # trimesh raises many types for broken files
-        raise InputFileError(p, f"cannot read mesh: {exc}") from None
-    if isinstance(loaded, trimesh.Scene) and labels is None:
-        parts = []
-        for node in loaded.graph.nodes_geometry:
-            T, geom = loaded.graph[node]
-            g = loaded.geometry[geom]
-            if not hasattr(g, "faces") or len(g.faces) == 0:
-                continue
-            v = trimesh.transform_points(np.asarray(g.vertices, float), T) @ R.T
-            parts.append(Part(_unique(str(node), parts), v, np.asarray(g.faces), ""))
-        if len(parts) >= 2:
-            return static_object(parts, p.stem)
-        loaded = loaded.dump(concatenate=True) if len(loaded.geometry) else None
-        if loaded is None:
-            raise InputFileError(p, "the file holds no triangles")
-    mesh = loaded if not isinstance(loaded, trimesh.Scene) else loaded.dump(concatenate=True)
-    if len(mesh.faces) == 0:
-        raise InputFileError(p, "the file holds no triangles")
-    return _split(np.asarray(mesh.vertices, float) @ R.T, np.asarray(mesh.faces), p, labels, min_component_fraction)
-
-
-def _obj_groups(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Faces of an OBJ file split by ``o`` / ``g`` statements: name -> (vertices (n, 3), faces (m, 3)).
-    Polygons are fan-triangulated; texture/normal indices are ignored."""
-    verts, faces, names = [], {}, []
-    current = "default"
-    try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError as exc:
-        raise InputFileError(path, f"cannot read: {exc}") from None
-    for line in lines:
-        tok = line.split()
-        if not tok:
-            continue
-        if tok[0] == "v" and len(tok) >= 4:
-            verts.append([float(x) for x in tok[1:4]])
-        elif tok[0] in ("o", "g") and len(tok) > 1:
-            current = " ".join(tok[1:])
-        elif tok[0] == "f" and len(tok) >= 4:
-            idx = [int(t.split("/")[0]) for t in tok[1:]]
-            idx = [i - 1 if i > 0 else len(verts) + i for i in idx]
-            if current not in faces:
-                faces[current] = []
-                names.append(current)
-            faces[current] += [[idx[0], idx[k], idx[k + 1]] for k in range(1, len(idx) - 1)]
-    V = np.asarray(verts, float).reshape(-1, 3)
-    out = {}
-    for n in names:
-        f = np.asarray(faces[n], np.int64)
-        if len(f) == 0 or f.max() >= len(V) or f.min() < 0:
-            raise InputFileError(path, f"group '{n}' has face indices outside the {len(V)} vertices")
-        used, inv = np.unique(f, return_inverse=True)
-        out[n] = (V[used], inv.reshape(-1, 3))
-    return out
-
-
-def _unique(name: str, parts: list[Part]) -> str:
-    names = {q.name for q in parts}
-    out, k = name, 1
-    while out in names:
-        out, k = f"{name}_{k}", k + 1
-    return out
+                                f"sequence or a mesh ({', '.join(sorted(MESH_SUFFIXES))})")
+    face_parts, names, source = read_face_parts(p, labels)  # GLB nodes, OBJ groups or the labels file
+    mesh = load_mesh(p, max_vertices=None, process=False)  # glTF turned Z up
+    v, default_up = np.asarray(mesh.vertices, float), "y" if p.suffix.lower() in (".glb", ".gltf") else "z"
+    if up and up != default_up:
+        v = v @ (Y_UP_TO_Z_UP.T if up == "y" else Y_UP_TO_Z_UP)
+    return _split(v, np.asarray(mesh.faces), face_parts, names, source == "labels", p, min_component_fraction)
 
 
 def _parts_from_vertex_ids(v, f, ids, names, labs) -> list[Part]:
@@ -164,23 +95,27 @@ def _submesh(v, f, face_mask, name, label="") -> Part:
     return Part(name, v[used], remap[ff], label)
 
 
-def _split(v, f, path, labels, min_fraction) -> ArticulatedObject:
-    if labels is not None:
-        lp = Path(labels)
-        try:
-            lab = load_npy(lp) if lp.suffix == ".npy" else \
-                np.array([s.strip() for s in lp.read_text().splitlines() if s.strip()])
-        except (OSError, ValueError) as exc:
-            raise InputFileError(lp, f"cannot read per-face labels: {exc}") from None
-        lab = np.asarray(lab).reshape(-1)
-        if len(lab) != len(f):
-            raise InputFileError(lp, f"{len(lab)} labels for {len(f)} faces of {Path(path).name}; need one per face")
-        parts = [_submesh(v, f, lab == u, f"part_{u}" if lab.dtype.kind in "iu" else str(u), "" if lab.dtype.kind
-                          in "iu" else str(u)) for u in np.unique(lab)]
-        return static_object(parts, Path(path).stem)
+def _split(v, f, face_parts, names, labelled: bool, path, min_fraction) -> ArticulatedObject:
+    """Parts from a part id per face (integer labels named ``part_<label>``), or, when ``face_parts`` is None,
+    from connected components (those under ``min_fraction`` of the area merged into the nearest larger one)."""
     import trimesh
 
-    m = trimesh.Trimesh(v, f, process=True)
+    if face_parts is None:
+        m = trimesh.Trimesh(v, f, process=True)
+        v, f, face_parts = np.asarray(m.vertices), np.asarray(m.faces), _components(m, min_fraction)
+        names = [f"part_{i}" for i in range(face_parts.max() + 1)]
+
+    def named(n):
+        return (f"part_{n}", "") if labelled and n.lstrip("-").isdigit() else (n, n if labelled else "")
+
+    return static_object([_submesh(v, f, face_parts == i, *named(n)) for i, n in enumerate(names)
+                          if (face_parts == i).any()], Path(path).stem)
+
+
+def _components(m, min_fraction) -> np.ndarray:
+    """(m,) component id per face of trimesh ``m``, largest first; slivers join the nearest big component."""
+    import trimesh
+
     comps = trimesh.graph.connected_components(m.face_adjacency, nodes=np.arange(len(m.faces)), min_len=1)
     areas = m.area_faces
     total = areas.sum()
@@ -196,5 +131,4 @@ def _split(v, f, path, labels, min_fraction) -> ArticulatedObject:
         cen = m.triangles_center
         tree = cKDTree(cen[label >= 0])
         label[small] = label[label >= 0][tree.query(cen[small])[1]]
-    parts = [_submesh(np.asarray(m.vertices), np.asarray(m.faces), label == i, f"part_{i}") for i in range(len(big))]
-    return static_object(parts, Path(path).stem)
+    return label

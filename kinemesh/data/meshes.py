@@ -186,6 +186,37 @@ def decimate(mesh, max_vertices: int, name: str = "mesh"):
     return out
 
 
+def read_part_labels(labels: str | os.PathLike, faces: np.ndarray, n_vertices: int, name: str
+                     ) -> tuple[np.ndarray, list[str]]:
+    """Part id per face (m,) int and the part names (sorted unique labels) from a part-label file (``.npy``
+    integers, or text with one label per line) with one label per face of ``faces`` (m, 3) or one per vertex
+    (a face takes the label its vertices share, else that of its first vertex). ``name``: the mesh, for errors.
+
+    Raises InputFileError naming the label file: unreadable, or a count matching neither faces nor vertices.
+    """
+    from kinemesh.data.arrays import load_npy
+
+    lp = Path(labels)
+    try:
+        lab = load_npy(lp) if lp.suffix.lower() == ".npy" else \
+            np.array([t.strip() for t in lp.read_text(encoding="utf-8").splitlines() if t.strip()])
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise InputFileError(lp, f"cannot read part labels ({exc})") from None
+    lab = np.asarray(lab).reshape(-1)
+    names, ids = np.unique(lab, return_inverse=True)
+    ids = ids.reshape(-1)
+    f = np.asarray(faces)
+    if len(lab) == len(f):
+        face_ids = ids
+    elif len(lab) == n_vertices:
+        a, b, c = ids[f[:, 0]], ids[f[:, 1]], ids[f[:, 2]]
+        face_ids = np.where((b == c) & (a != b), b, a)
+    else:
+        raise InputFileError(lp, f"{len(lab)} labels for the {len(f)} faces and {n_vertices} vertices "
+                                 f"of {name}; give one label per face or per vertex")
+    return face_ids, [str(n) for n in names]
+
+
 def read_face_parts(path: str | os.PathLike, labels: str | os.PathLike | None = None
                     ) -> tuple[np.ndarray | None, list[str], str]:
     """The segmentation a mesh file carries, over the faces of ``load_mesh(path, process=False)``.
@@ -202,31 +233,11 @@ def read_face_parts(path: str | os.PathLike, labels: str | os.PathLike | None = 
 
     Raises InputFileError naming the file: unreadable labels, or a count matching neither faces nor vertices.
     """
-    from kinemesh.data.arrays import load_npy
-
     path = Path(path)
     suffix = path.suffix.lower()
     if labels is not None:
-        lp = Path(labels)
-        try:
-            lab = load_npy(lp) if lp.suffix.lower() == ".npy" else \
-                np.array([t.strip() for t in lp.read_text(encoding="utf-8").splitlines() if t.strip()])
-        except (OSError, ValueError, UnicodeDecodeError) as exc:
-            raise InputFileError(lp, f"cannot read part labels ({exc})") from None
         mesh = load_mesh(path, max_vertices=None, process=False)
-        lab = np.asarray(lab).reshape(-1)
-        names, ids = np.unique(lab, return_inverse=True)
-        ids = ids.reshape(-1)
-        f = np.asarray(mesh.faces)
-        if len(lab) == len(f):
-            face_ids = ids
-        elif len(lab) == len(mesh.vertices):
-            a, b, c = ids[f[:, 0]], ids[f[:, 1]], ids[f[:, 2]]
-            face_ids = np.where((b == c) & (a != b), b, a)
-        else:
-            raise InputFileError(lp, f"{len(lab)} labels for the {len(f)} faces and {len(mesh.vertices)} vertices "
-                                     f"of {path.name}; give one label per face or per vertex")
-        return face_ids, [str(n) for n in names], "labels"
+        return *read_part_labels(labels, np.asarray(mesh.faces), len(mesh.vertices), path.name), "labels"
     if suffix == ".obj":
         _, _, face_group, names = read_obj_geometry(path, groups=True)
         if len(names) >= 2:
