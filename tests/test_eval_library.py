@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kinemesh.errors import ConfigError
-from kinemesh.eval import dynamics, ik, model, real
+from kinemesh.eval import articulation, dynamics, ik, model, real
 from data_fixtures import make_partnet_folder
 from toys import write_toy_dataset
 
@@ -94,6 +94,34 @@ def test_real_rows(toy, tmp_path):
     assert "1 objects, 4 movable parts" in real.render(res.rows)
 
 
+def test_articulation_rows(tmp_path, monkeypatch):
+    """One synthetic cabinet, no held-out category, the tiny PartNet-Mobility cabinet as the real set: the motion
+    fit recovers the true joints from 6 observed poses (vertex correspondences)."""
+    import kinemesh.articulation.dataset as dataset
+    import kinemesh.synth.categories as categories
+
+    monkeypatch.setattr(categories, "CATEGORIES", {"cabinet": categories.CATEGORIES["cabinet"]})
+    monkeypatch.setattr(dataset, "HOLDOUT_CATEGORIES", ())
+    make_partnet_folder(tmp_path / "objects" / "cab")
+    cfg = articulation.ArticulationEvalConfig(n_objects=1, real=str(tmp_path / "objects"), no_heuristic=True,
+                                              no_unlike=True)
+    res = articulation.evaluate(cfg)
+    by = {(r["object"], r["method"]): r for r in res.rows}
+    ours, motion = "ours (pretrained + fine-tuned)", articulation.MOTION
+    assert {o for o, _ in by} == {"cabinet/0", "cab"} and (("cab", motion) in by) and (("cab", ours) in by)
+    cab = by[("cab", motion)]
+    assert cab["section"] == "real PartNet-Mobility objects (1, %s)" % cfg.real and cab["breakdown"] == "object"
+    recs = {r["part"]: r for r in cab["records"]}  # door (revolute), drawer (prismatic), lid (continuous)
+    assert [recs[p]["true"] for p in ("link_0", "link_1", "link_2")] == ["revolute", "prismatic", "revolute"]
+    assert all(r["pred"] == r["true"] and r["axis"] < 1e-3 and r.get("origin", 0.0) < 1e-3 for r in recs.values())
+    assert by[("cabinet/0", ours)]["breakdown"] is None
+    summary = articulation.summarize([r for r in res.rows if r["object"] == "cab"])
+    assert summary[motion]["n"] == 3 and summary[motion]["n_mov"] == 3 and summary[motion]["axis"] < 1e-3
+    doc = articulation.report(res, cfg, "OUT.md")
+    assert "--n-objects 1 --real %s --no-unlike --no-heuristic --out OUT.md --seed 0" % cfg.real in doc
+    assert "#### real PartNet-Mobility objects (1, %s): %s, per object" % (cfg.real, ours) in doc
+
+
 @pytest.mark.parametrize("make,message", [
     (lambda: model.ModelEvalConfig(), "give --data"),
     (lambda: model.ModelEvalConfig(data="d", max_instances=0), "--max-instances must be >= 1"),
@@ -105,6 +133,7 @@ def test_real_rows(toy, tmp_path):
     (lambda: dynamics.DynamicsEvalConfig(frames=1), "--frames must be >= 2"),
     (lambda: real.RealEvalConfig(), "--real"),
     (lambda: real.RealEvalConfig(real="r", points=10**6), "--points must be <= 100000"),
+    (lambda: articulation.ArticulationEvalConfig(n_objects=0), "--n-objects must be >= 1"),
 ])
 def test_bad_configs_raise_config_error(make, message):
     with pytest.raises(ConfigError) as err:
@@ -113,7 +142,8 @@ def test_bad_configs_raise_config_error(make, message):
 
 
 @pytest.mark.parametrize("config,required", [(model.ModelEvalConfig, "data"), (ik.IKEvalConfig, "data"),
-                                             (dynamics.DynamicsEvalConfig, "data"), (real.RealEvalConfig, "real")])
+                                             (dynamics.DynamicsEvalConfig, "data"), (real.RealEvalConfig, "real"),
+                                             (articulation.ArticulationEvalConfig, "real")])
 def test_command_options_are_the_config_fields(config, required):
     from kinemesh.commands.eval import add_config, config_from
 

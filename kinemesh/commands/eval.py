@@ -177,24 +177,36 @@ def _real(args) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------------------------ articulation
+def _articulation_options(p) -> None:
+    from kinemesh.eval.articulation import ArticulationEvalConfig
+
+    add_config(p, ArticulationEvalConfig)
+    p.add_argument("--out", default="docs/results/articulation.md", help="markdown table output")
+
+
+def _articulation(args) -> int:
+    from kinemesh.eval.articulation import ArticulationEvalConfig, evaluate, render, report
+
+    cfg = config_from(args, ArticulationEvalConfig)
+    res = evaluate(cfg)
+    print(render(res.rows))
+    write_text(args.out, report(res, cfg, args.out))
+    print(f"wrote {args.out}")
+    return 0
+
+
 BENCHMARKS = {"model": (_model_options, _model), "ik": (_ik_options, _ik), "dynamics": (_dynamics_options, _dynamics),
-              "real": (_real_options, _real)}
+              "real": (_real_options, _real), "articulation": (_articulation_options, _articulation)}
 
 
 def register(sub) -> None:
     import importlib
-    import pkgutil
-
-    import kinemesh.eval as pkg
 
     p = sub.add_parser("eval", help="print and record evaluation tables on held-out data")
     bench = p.add_subparsers(dest="benchmark", metavar="BENCHMARK")
-    for name in sorted(m.name for m in pkgutil.iter_modules(pkg.__path__)):
+    for name, (options, run) in sorted(BENCHMARKS.items()):
         module = importlib.import_module(f"kinemesh.eval.{name}")
-        # a module not yet a library (``add_arguments(parser)`` and ``run(args)``) registers itself
-        options, run = BENCHMARKS.get(name, (getattr(module, "add_arguments", None), getattr(module, "run", None)))
-        if options is None or run is None:
-            continue
         doc = (module.__doc__ or name).strip().splitlines()[0]
         q = bench.add_parser(name, help=doc, description=doc)
         options(q)

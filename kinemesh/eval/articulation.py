@@ -10,34 +10,43 @@ From motion (ATOP stage 2): joints fitted to 6 random observed configurations (v
 
 from __future__ import annotations
 
+import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from kinemesh.eval import Result, check, option
+
+log = logging.getLogger(__name__)
 
 CLASS_OF = {"fixed": "fixed", "revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic"}
 VALIDATION_SEED_BASE = 90_000  # between the pretraining (50000+) and test (100000+) seeds
 
 
-def add_arguments(p) -> None:
-    p.add_argument("--n-objects", type=int, default=4, help="held-out instances per category")
-    p.add_argument("--real", default=None, help="folder of real PartNet-Mobility objects (e.g. ../shared/real_objects)")
-    p.add_argument("--out", default="docs/results/articulation.md", help="markdown table output")
-    p.add_argument("--weights", default=None, help="predictor folder (default: shipped weights)")
-    p.add_argument("--no-heuristic", action="store_true", help="skip the (slow) heuristic baseline")
-    p.add_argument("--clouds", action="store_true",
-                   help="also fit from point clouds without correspondences (ATOP candidate selection; slow)")
-    p.add_argument("--only-motion", action="store_true", help="skip the static-shape predictors")
-    p.add_argument("--validation", action="store_true",
-                   help="model-selection sets instead of the test sets: training categories and random assemblies "
-                        f"with seeds from {VALIDATION_SEED_BASE} (never trained or tested on), canonical and "
-                        "realism-augmented")
-    p.add_argument("--real-val", default=None,
-                   help="folder of real PartNet-Mobility objects (e.g. data/real_train) whose validation split "
-                        "(is_real_validation: 1 object in 5 by hash of its id) is evaluated per object")
-    p.add_argument("--no-unlike", action="store_true",
-                   help="skip the held-out unlike categories (kinemesh.synth.unlike)")
-    p.add_argument("--seed", type=int, default=0)
+@dataclass
+class ArticulationEvalConfig:
+    """Options of ``kinemesh eval articulation``. Raises ConfigError."""
+
+    n_objects: int = option(4, "held-out instances per category", min=1)
+    real: str | None = option(None, "folder of real PartNet-Mobility objects (e.g. ../shared/real_objects)")
+    weights: str | None = option(None, "predictor folder (default: shipped weights)")
+    no_heuristic: bool = option(False, "skip the (slow) heuristic baseline")
+    clouds: bool = option(False, "also fit from point clouds without correspondences (ATOP candidate selection; "
+                                 "slow)")
+    only_motion: bool = option(False, "skip the static-shape predictors")
+    validation: bool = option(False, "model-selection sets instead of the test sets: training categories and random "
+                                     f"assemblies with seeds from {VALIDATION_SEED_BASE} (never trained or tested on), "
+                                     "canonical and realism-augmented")
+    real_val: str | None = option(None, "folder of real PartNet-Mobility objects (e.g. data/real_train) whose "
+                                        "validation split (is_real_validation: 1 object in 5 by hash of its id) is "
+                                        "evaluated per object")
+    no_unlike: bool = option(False, "skip the held-out unlike categories (kinemesh.synth.unlike)")
+    seed: int = option(0)
+
+    def __post_init__(self):
+        check(self)
 
 
 def is_real_validation(object_id: str, val_fraction: float = 0.2) -> bool:
@@ -152,54 +161,66 @@ def _reroot_gt(obj) -> dict:
     return gt
 
 
-def evaluate_objects(objects, methods: dict, seed: int, motion: bool = True, desc: str = "",
-                     clouds: bool = False, per_object: dict | None = None) -> dict:
-    """Records per method (+ "from motion") over ``objects`` [(name, ArticulatedObject with GT joints)].
-    With ``per_object`` (a dict), also fills ``per_object[name] = {"category": ..., "recs": {method: records}}``."""
-    from kinemesh.progress import tqdm
+MOTION, CLOUDS = "from motion (ATOP stage 2)", "from motion, point clouds (ATOP Chamfer + ICP)"
 
+
+def object_rows(name: str, obj, methods: dict, seed: int, motion: bool = True, clouds: bool = False) -> list[dict]:
+    """Rows of one object with GT joints, one per method of ``methods`` (static parts -> predicted joints),
+    then from motion and from point clouds: ``{"object", "category", "method", "records"`` (per GT part, see
+    :func:`_score`), ``"seconds"}``. A method that raises is logged; its predictions count as none (a static
+    method's parts then score as fixed, a motion fit scores no parts)."""
     from kinemesh.articulation.dataset import strip_joints
 
-    recs = {m: [] for m in methods}
-    if motion:
-        recs["from motion (ATOP stage 2)"] = []
-    if clouds:
-        recs["from motion, point clouds (ATOP Chamfer + ICP)"] = []
-    times = {m: [] for m in recs}
-    for name, obj in tqdm(objects, desc=desc, unit="obj"):
-        gt = _reroot_gt(obj)
-        static = strip_joints(obj)
-        static.parts = [p for p in static.parts if len(p.vertices)]
-        static.joints = [j for j in static.joints if j.child in {p.name for p in static.parts}]
-        v, _, _ = obj.merged()
-        size = float(np.max(np.ptp(v, axis=0)))
-        for m, fn in methods.items():
-            t0 = time.time()
-            try:
-                preds = fn(static)
-            except Exception as exc:  # report, do not abort the table
-                print(f"  {name}: {m} failed: {exc}")
-                preds = []
-            times[m].append(time.time() - t0)
-            scored = _score(preds, gt, size)
-            recs[m] += scored
-            if per_object is not None:
-                per_object.setdefault(name, {"category": obj.category, "recs": {}})["recs"][m] = scored
-        if motion:
-            t0 = time.time()
-            try:
-                recs["from motion (ATOP stage 2)"] += _motion_records(obj, seed)
-            except Exception as exc:
-                print(f"  {name}: from motion failed: {exc}")
-            times["from motion (ATOP stage 2)"].append(time.time() - t0)
-        if clouds:
-            t0 = time.time()
-            try:
-                recs["from motion, point clouds (ATOP Chamfer + ICP)"] += _cloud_records(obj, seed)
-            except Exception as exc:
-                print(f"  {name}: point-cloud fit failed: {exc}")
-            times["from motion, point clouds (ATOP Chamfer + ICP)"].append(time.time() - t0)
-    return {m: {**_summ(r), "time": float(np.mean(times[m])) if times[m] else float("nan")} for m, r in recs.items()}
+    gt = _reroot_gt(obj)
+    static = strip_joints(obj)
+    static.parts = [p for p in static.parts if len(p.vertices)]
+    static.joints = [j for j in static.joints if j.child in {p.name for p in static.parts}]
+    v, _, _ = obj.merged()
+    size = float(np.max(np.ptp(v, axis=0)))
+    fits = [(m, lambda fn=fn: _score(fn(static), gt, size), lambda: _score([], gt, size)) for m, fn in methods.items()]
+    fits += [(MOTION, lambda: _motion_records(obj, seed), list)] if motion else []
+    fits += [(CLOUDS, lambda: _cloud_records(obj, seed), list)] if clouds else []
+    rows = []
+    for m, fit, failed in fits:
+        t0 = time.time()
+        try:
+            recs = fit()
+        except Exception as exc:  # report, do not abort the table
+            log.warning("%s: %s failed: %s", name, m, exc)
+            recs = failed()
+        rows.append({"object": name, "category": obj.category, "method": m, "records": recs,
+                     "seconds": time.time() - t0})
+    return rows
+
+
+def summarize(rows: list[dict]) -> dict:
+    """{method: metrics of :func:`_summ` over its rows' records and the mean seconds per object ("time")}."""
+    out: dict[str, dict] = {}
+    for m in dict.fromkeys(r["method"] for r in rows):
+        sel = [r for r in rows if r["method"] == m]
+        out[m] = {**_summ([x for r in sel for x in r["records"]]), "time": float(np.mean([r["seconds"] for r in sel]))}
+    return out
+
+
+def _per_object(rows: list[dict]) -> dict:
+    """{object: {"category": ..., "recs": {method: records}}} of ``rows``."""
+    per: dict = {}
+    for r in rows:
+        per.setdefault(r["object"], {"category": r["category"], "recs": {}})["recs"][r["method"]] = r["records"]
+    return per
+
+
+def evaluate_objects(objects, methods: dict, seed: int, motion: bool = True, desc: str = "",
+                     clouds: bool = False, per_object: dict | None = None) -> dict:
+    """:func:`summarize` of the :func:`object_rows` of ``objects`` [(name, ArticulatedObject with GT joints)].
+    With ``per_object`` (a dict), also fills it with :func:`_per_object` of the rows."""
+    from kinemesh.progress import tqdm
+
+    rows = [r for name, obj in tqdm(objects, desc=desc, unit="obj")
+            for r in object_rows(name, obj, methods, seed, motion, clouds)]
+    if per_object is not None:
+        per_object.update(_per_object(rows))
+    return summarize(rows)
 
 
 def _table(title: str, res: dict) -> list[str]:
@@ -272,91 +293,104 @@ def load_real_objects(folder, validation_only: bool = False) -> list:
             try:
                 out.append((d.name, load_articulated(d)))
             except Exception as exc:
-                print(f"  skip {d.name}: {exc}")
+                log.warning("skip %s: %s", d.name, exc)
     return out
 
 
-def run(args) -> int:
+def evaluate(cfg: ArticulationEvalConfig) -> Result:
+    """Rows of :func:`object_rows` over the sections (test sets, or the validation sets with ``cfg.validation``;
+    the unlike categories, ``cfg.real`` and ``cfg.real_val``), each with its ``"section"`` title and the
+    ``"breakdown"`` table it gets (None, "category" or "object"); model_info names the predictor weights.
+    Raises InputFileError (missing weights or object folder)."""
     import torch
 
     from kinemesh.articulation.dataset import HOLDOUT_CATEGORIES, TEST_SEED_BASE, build_object
     from kinemesh.articulation.infer import articulate, heuristic_articulate
     from kinemesh.articulation.predictor import DEFAULT_WEIGHTS, load_predictor
-    from kinemesh.atomic import write_text
+    from kinemesh.progress import tqdm
     from kinemesh.synth.categories import CATEGORIES
 
+    t_start = time.time()
     torch.set_num_threads(1)
-    wdir = Path(args.weights) if args.weights else DEFAULT_WEIGHTS
+    wdir = Path(cfg.weights) if cfg.weights else DEFAULT_WEIGHTS
     net = load_predictor(wdir)
     abl = load_predictor(wdir / "no_pretrain") if (wdir / "no_pretrain").is_dir() else None
-    methods = {"ours (pretrained + fine-tuned)": lambda o: articulate(o, net=net, seed=args.seed)}
+    methods = {"ours (pretrained + fine-tuned)": lambda o: articulate(o, net=net, seed=cfg.seed)}
     if abl is not None:
-        methods["ablation: no pretraining"] = lambda o: articulate(o, net=abl, seed=args.seed)
-    if not args.no_heuristic:
-        methods["heuristic: best valid box candidate"] = lambda o: heuristic_articulate(o, seed=args.seed)
+        methods["ablation: no pretraining"] = lambda o: articulate(o, net=abl, seed=cfg.seed)
+    if not cfg.no_heuristic:
+        methods["heuristic: best valid box candidate"] = lambda o: heuristic_articulate(o, seed=cfg.seed)
 
     def objs(cats):
         out = []
         for c in cats:
-            for i in range(args.n_objects):
+            for i in range(cfg.n_objects):
                 try:
-                    out.append((f"{c}/{i}", build_object(c, TEST_SEED_BASE + 1000 * args.seed + i)))
+                    out.append((f"{c}/{i}", build_object(c, TEST_SEED_BASE + 1000 * cfg.seed + i)))
                 except Exception as exc:
-                    print(f"  skip {c}/{i}: {exc}")
+                    log.warning("skip %s/%d: %s", c, i, exc)
         return out
 
     seen = [c for c in CATEGORIES if c not in HOLDOUT_CATEGORIES]
-    sections = [("held-out instances of training categories", objs(seen)),
-                ("held-out categories (" + ", ".join(HOLDOUT_CATEGORIES) + ")", objs(HOLDOUT_CATEGORIES))]
-    if args.validation:
+    sections = [("held-out instances of training categories", objs(seen), None),
+                ("held-out categories (" + ", ".join(HOLDOUT_CATEGORIES) + ")", objs(HOLDOUT_CATEGORIES), None)]
+    if cfg.validation:
         from kinemesh.articulation.realism import augment
 
         val = [(f"{c}/{i}", build_object(c, VALIDATION_SEED_BASE + i)) for c in seen + ["assembly"]
-               for i in range(args.n_objects)]
+               for i in range(cfg.n_objects)]
         rng = np.random.default_rng(123)
-        sections = [(f"validation: training categories and assemblies, seeds {VALIDATION_SEED_BASE}+", val),
-                    ("validation: the same objects realism-augmented", [(n, augment(o, rng)) for n, o in val])]
-    breakdown = {}  # section title -> "category" / "object": per-category or per-object tables too
-    if not args.validation and not args.no_unlike:
+        sections = [(f"validation: training categories and assemblies, seeds {VALIDATION_SEED_BASE}+", val, None),
+                    ("validation: the same objects realism-augmented", [(n, augment(o, rng)) for n, o in val], None)]
+    if not cfg.validation and not cfg.no_unlike:
         from kinemesh.synth.unlike import UNLIKE_CATEGORIES, build_unlike
 
-        title = "held-out unlike categories (kinemesh.synth.unlike, " + str(len(UNLIKE_CATEGORIES)) + ")"
-        sections.append((title, [(f"{c}/{i}", build_unlike(c, TEST_SEED_BASE + 1000 * args.seed + i))
-                                 for c in UNLIKE_CATEGORIES for i in range(args.n_objects)]))
-        breakdown[title] = "category"
-    if args.real and not args.validation:
-        real = load_real_objects(args.real)
-        sections.append((f"real PartNet-Mobility objects ({len(real)}, {args.real})", real))
-        breakdown[sections[-1][0]] = "object"
-    if args.real_val:
-        real_val = load_real_objects(args.real_val, validation_only=True)
-        sections.append((f"real validation split ({len(real_val)} objects of {args.real_val}, CRC32 of the id, 20%)",
-                         real_val))
-        breakdown[sections[-1][0]] = "object"
-    cmd = (f"kinemesh eval articulation --n-objects {args.n_objects}" + (f" --real {args.real}" if args.real else "")
-           + (f" --real-val {args.real_val}" if args.real_val else "") + (" --no-unlike" if args.no_unlike else "")
-           + (" --no-heuristic" if args.no_heuristic else "") + (" --clouds" if args.clouds else "")
-           + (" --only-motion" if args.only_motion else "") + (" --validation" if args.validation else "")
-           + f" --out {args.out} --seed {args.seed}")
+        sections.append(("held-out unlike categories (kinemesh.synth.unlike, " + str(len(UNLIKE_CATEGORIES)) + ")",
+                         [(f"{c}/{i}", build_unlike(c, TEST_SEED_BASE + 1000 * cfg.seed + i))
+                          for c in UNLIKE_CATEGORIES for i in range(cfg.n_objects)], "category"))
+    if cfg.real and not cfg.validation:
+        real = load_real_objects(cfg.real)
+        sections.append((f"real PartNet-Mobility objects ({len(real)}, {cfg.real})", real, "object"))
+    if cfg.real_val:
+        real_val = load_real_objects(cfg.real_val, validation_only=True)
+        sections.append((f"real validation split ({len(real_val)} objects of {cfg.real_val}, CRC32 of the id, 20%)",
+                         real_val, "object"))
+    rows = []
+    for title, objects, breakdown in sections:
+        for name, obj in tqdm(objects, desc=title[:30], unit="obj"):
+            rows += [{"section": title, "breakdown": None if cfg.only_motion else breakdown, **r} for r in
+                     object_rows(name, obj, {} if cfg.only_motion else methods, cfg.seed, clouds=cfg.clouds)]
+    return Result(rows, {"weights": str(wdir)}, seconds=time.time() - t_start)
+
+
+def render(rows: list[dict]) -> str:
+    """Markdown: per section of ``rows`` (:func:`evaluate`) the table of :func:`summarize` and its breakdown
+    per category or per object of the first method."""
+    lines = []
+    for title in dict.fromkeys(r["section"] for r in rows):
+        sel = [r for r in rows if r["section"] == title]
+        lines += _table(title, summarize(sel))
+        if sel[0]["breakdown"]:
+            table = _category_table if sel[0]["breakdown"] == "category" else _object_table
+            lines += table(title, _per_object(sel), sel[0]["method"])
+    return "\n".join(lines)
+
+
+def report(res: Result, cfg: ArticulationEvalConfig, out: str) -> str:
+    """The markdown file of ``kinemesh eval articulation --out OUT``: command, weights, targets and
+    :func:`render` of the rows."""
+    from kinemesh.articulation.dataset import HOLDOUT_CATEGORIES, TEST_SEED_BASE
+
+    cmd = (f"kinemesh eval articulation --n-objects {cfg.n_objects}" + (f" --real {cfg.real}" if cfg.real else "")
+           + (f" --real-val {cfg.real_val}" if cfg.real_val else "") + (" --no-unlike" if cfg.no_unlike else "")
+           + (" --no-heuristic" if cfg.no_heuristic else "") + (" --clouds" if cfg.clouds else "")
+           + (" --only-motion" if cfg.only_motion else "") + (" --validation" if cfg.validation else "")
+           + f" --out {out} --seed {cfg.seed}")
     lines = ["# Articulation results", "", f"Command: `{cmd}` (2 CPU cores shared, no GPU; torch 1 thread).",
-             f"Weights: `{wdir}`. Held-out data only: instance seeds >= {TEST_SEED_BASE}, categories "
-             f"{', '.join(HOLDOUT_CATEGORIES)} never trained on.", "",
+             f"Weights: `{res.model_info['weights']}`. Held-out data only: instance seeds >= {TEST_SEED_BASE}, "
+             f"categories {', '.join(HOLDOUT_CATEGORIES)} never trained on.", "",
              "Targets: axis error <= 5 deg, origin error <= 0.05, type precision/recall >= 0.95. Reference: GEOPARD "
              "9.18 deg / 0.05 / 0.92 / 0.93 (PartNet-Mobility, from a static shape); ATOP 2.63 deg (from observed "
              "motion, their Table 1). Issue 16 targets: real objects axis <= 9 deg, origin <= 0.05, type P/R >= 0.92; "
              "held-out unlike categories axis <= 10 deg, type P/R >= 0.9.", ""]
-    all_res = {}
-    for title, objects in sections:
-        per_object: dict = {}
-        res = evaluate_objects(objects, {} if args.only_motion else methods, args.seed, desc=title[:30],
-                               clouds=args.clouds, per_object=per_object)
-        all_res[title] = res
-        table = _table(title, res)
-        if title in breakdown and not args.only_motion:
-            main = next(iter(methods))
-            table += (_category_table if breakdown[title] == "category" else _object_table)(title, per_object, main)
-        lines += table
-        print("\n".join(table))
-    write_text(args.out, "\n".join(lines) + "\n")
-    print(f"wrote {args.out}")
-    return 0
+    return "\n".join(lines) + "\n" + render(res.rows) + "\n"
