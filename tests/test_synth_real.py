@@ -13,7 +13,8 @@ import trimesh
 from kinemesh.cli import main
 from kinemesh.data.manifest import read_manifest
 from kinemesh.data.sequence import KinematicSequence
-from kinemesh.synth.real import RestOverlap, clean_part, detachment, hash_split, prepare_object
+from kinemesh.geometry.validity import RestOverlap
+from kinemesh.synth.real import clean_part, detachment, hash_split, prepare_object
 
 REAL_TRAIN = Path(__file__).resolve().parents[1] / "data" / "real_train"
 

@@ -177,7 +177,7 @@ class OccupancyGrid:
             if len(p.vertices) == 0 or len(p.faces) == 0:
                 continue
             area = float(face_areas(p.vertices, p.faces).sum())
-            n_dense = int(np.clip(area / (0.35 * self.voxel) ** 2, 2000, 400000))
+            n_dense = int(np.clip(area / (0.25 * self.voxel) ** 2, 2000, 400000))
             try:
                 dense, _, _ = sample_surface(p.vertices, p.faces, n_dense, seed=rng)
                 self.samples[p.name], _, _ = sample_surface(p.vertices, p.faces, c.n_points, seed=rng)
@@ -254,6 +254,44 @@ class OccupancyGrid:
                 val = val.astype(float)
                 val[out_mask] += np.linalg.norm(p[out_mask] - centre, axis=1)
         return val.reshape(shp)
+
+class RestOverlap:
+    """Interpenetration beyond the rest pose on an :class:`OccupancyGrid` (``pad`` 0), robust to open shells
+    and zero-thickness panels (``synth --from-urdf``: real parts often overlap at rest, so rest is the baseline).
+
+    Each part's filled occupancy is eroded by one voxel into its *core* (a point in the core lies a voxel deep
+    inside the part, so parts sliding or turning in contact, shifting by less than a voxel, do not count). For
+    parts of different rigid groups, ``count(a, b, q)`` is the number of a's voxel centres, posed at joint
+    values ``q``, in b's core (posed alike). A pair interpenetrates at ``q`` when that count exceeds its count
+    at rest by more than ``max_fraction`` of a's voxels (either order). Thin shells have no core: only
+    penetration into a part's closed volume is seen.
+    """
+
+    def __init__(self, obj: ArticulatedObject, resolution: int = 64, max_fraction: float = 0.1):
+        from scipy.ndimage import binary_erosion
+
+        self.obj, self.max_fraction = obj, max_fraction
+        self.grid = g = OccupancyGrid(obj, ValidityConfig(resolution=resolution, pad=0.0))
+        self.core = {n: binary_erosion(o) for n, o in g.parts.items()}
+        self.centres = {n: g.lo + (np.argwhere(o) + 0.5) * g.voxel for n, o in g.parts.items()}
+        group, names = rigid_groups(obj), list(g.parts)
+        self.pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :] if group[a] != group[b]]
+        self.rest = self._counts({})
+
+    def _counts(self, values: dict) -> dict:
+        T, out = self.obj.part_transforms(values), {}
+        for a, b in self.pairs:
+            for x, y in ((a, b), (b, a)):
+                M = np.linalg.inv(T[y]) @ T[x]  # x's voxel centres in y's rest frame
+                pts = self.centres[x] @ M[:3, :3].T + M[:3, 3]
+                out[x, y] = int(self.grid.lookup(self.core[y], pts, outside=False).sum())
+        return out
+
+    def __call__(self, values: dict) -> list[tuple[str, str, float]]:
+        """Pairs (a, b, excess fraction of a's voxels) that interpenetrate beyond rest at joint ``values``."""
+        frac = {k: (n - self.rest[k]) / max(len(self.centres[k[0]]), 1) for k, n in self._counts(values).items()}
+        return [(x, y, float(f)) for (x, y), f in frac.items() if f > self.max_fraction]
+
 
 def sweep_poses(cand, steps: int, power: float = 1.7) -> list[np.ndarray]:
     """Rigid motions (4, 4) of the candidate at ``steps`` values over (0, hi] (``hi`` its limit of larger

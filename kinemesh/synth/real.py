@@ -10,9 +10,9 @@ sampled within the limits, continuous joints over a full turn; NeuROK Sec. 4.2's
 rest frame.
 
 Validity, as for the procedural data: a sequence is kept only when it moves (``validity.moves``), no two parts
-interpenetrate beyond their overlap at rest (:class:`RestOverlap`; real parts often overlap at rest, so the
-rest pose is the baseline) and every part follows the forward kinematics of the recorded joint values
-(:func:`detachment`). Kinematic configurations that interpenetrate are resampled; other failures drop the
+interpenetrate beyond their overlap at rest (:class:`kinemesh.geometry.validity.RestOverlap`; real parts
+often overlap at rest, so the rest pose is the baseline) and every part follows the forward kinematics of the
+recorded joint values (:func:`detachment`). Kinematic configurations that interpenetrate are resampled; other failures drop the
 sequence and are reported.
 
 Splits: an object is ``val`` when the hash of its PartNet-Mobility id falls below ``val_fraction``
@@ -172,69 +172,6 @@ def prepare_object(path: Path, max_vertices: int = 4000) -> tuple[ArticulatedObj
     return obj, stats
 
 
-class RestOverlap:
-    """Interpenetration beyond the rest pose, robust to open shells and zero-thickness panels.
-
-    Each part with geometry is voxelized at rest (surface voxels at ``pitch`` = the object's diagonal /
-    ``resolution``, closed cavities filled; gaps narrower than a voxel close), and its *core* is that
-    occupancy eroded by one voxel (a point in the core lies a voxel deep inside the part, so parts sliding or
-    turning in contact, whose voxels shift by less than one, do not count). For parts of different rigid
-    groups, ``count(a, b, q)`` is the number of a's voxel centres, posed at joint values ``q``, in b's core
-    (posed alike). A pair interpenetrates at ``q`` when that count exceeds its count at rest by more than
-    ``max_fraction`` of a's voxels (either order). Zero-thickness panels and thin shells have no core: only
-    penetration into a part's closed volume is seen. Ray-parity inside tests (``trimesh.contains``,
-    used for the watertight procedural parts) are unreliable on open real meshes, hence voxels.
-    """
-
-    def __init__(self, obj: ArticulatedObject, resolution: int = 64, max_fraction: float = 0.1):
-        from kinemesh.geometry.validity import rigid_groups
-
-        self.obj, self.max_fraction = obj, max_fraction
-        parts = [p for p in obj.parts if len(p.faces)]
-        allv = np.concatenate([p.vertices for p in parts])
-        self.pitch = float(np.linalg.norm(np.ptp(allv, axis=0))) / resolution
-        self.grids = {p.name: self._voxelize(p) for p in parts}
-        group = rigid_groups(obj)
-        names = list(self.grids)
-        self.pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :] if group[a] != group[b]]
-        self.rest = self._counts({})
-
-    def _voxelize(self, part):
-        import trimesh
-
-        from scipy.ndimage import binary_erosion
-
-        vg = trimesh.Trimesh(part.vertices, part.faces, process=False).voxelized(self.pitch).fill()
-        core = binary_erosion(np.pad(np.asarray(vg.matrix, dtype=bool), 1))[1:-1, 1:-1, 1:-1]
-        return core, vg.transform[:3, 3].copy(), np.asarray(vg.points)
-
-    def _inside(self, pts: np.ndarray, name: str) -> int:
-        occ, origin, _ = self.grids[name]
-        idx = np.floor((pts - origin) / self.pitch + 0.5).astype(np.int64)
-        ok = np.all((idx >= 0) & (idx < occ.shape), axis=1)
-        return int(occ[tuple(idx[ok].T)].sum())
-
-    def _counts(self, values: dict) -> dict:
-        T = self.obj.part_transforms(values)
-        out = {}
-        for a, b in self.pairs:
-            for x, y in ((a, b), (b, a)):
-                # x's voxel centres in y's rest frame: inv(T_y) T_x
-                M = np.linalg.inv(T[y]) @ T[x]
-                out[x, y] = self._inside(self.grids[x][2] @ M[:3, :3].T + M[:3, 3], y)
-        return out
-
-    def __call__(self, values: dict) -> list[tuple[str, str, float]]:
-        """Pairs (a, b, excess fraction of a's voxels) that interpenetrate beyond rest at joint ``values``."""
-        now = self._counts(values)
-        bad = []
-        for (x, y), n in now.items():
-            frac = (n - self.rest[x, y]) / max(len(self.grids[x][2]), 1)
-            if frac > self.max_fraction:
-                bad.append((x, y, float(frac)))
-        return bad
-
-
 def thickened(obj: ArticulatedObject, rel: float = 1e-3) -> ArticulatedObject:
     """A copy of ``obj`` for MuJoCo in which every flat part (zero-thickness panel: all vertices within
     1e-9 x the object's diagonal of one plane) gets a second copy of its vertices ``rel`` x the diagonal
@@ -266,7 +203,7 @@ def detachment(obj: ArticulatedObject, seq) -> float:
     return err / max(diag, 1e-12)
 
 
-def _kinematic(obj, rng, n_frames: int, overlap: RestOverlap, tries: int = 4):
+def _kinematic(obj, rng, n_frames: int, overlap, tries: int = 4):
     """A kinematic sequence whose configurations pass ``overlap``; interpenetrating ones are resampled."""
     from kinemesh.errors import KinemeshError
     from kinemesh.synth.articulated_motion import kinematic_sequence
@@ -304,7 +241,7 @@ def _object_sequences(path, out, seed, n_kin, n_dyn, kin_frames, dyn_frames, max
     from kinemesh.atomic import write_text
     from kinemesh.errors import KinemeshError
     from kinemesh.synth.dataset import retry_dynamic, item_rng
-    from kinemesh.geometry.validity import moves
+    from kinemesh.geometry.validity import RestOverlap, moves
 
     path, out = Path(path), Path(out)
     oid = object_id(path)
