@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kinemesh.data.meshes import DEFAULT_MAX_VERTICES, WorkingMesh, load_working_mesh, read_face_parts, working_mesh
+from kinemesh.data.meshes import DEFAULT_MAX_VERTICES, WorkingMesh, load_mesh, read_face_parts, working_mesh
 from kinemesh.errors import InputFileError
 from kinemesh.geometry.kind import group_components
 
@@ -51,11 +51,12 @@ def load_segmented(path: str | os.PathLike, labels: str | os.PathLike | None = N
 
         return segmented_object(load_articulated(p, max_vertices=max_vertices), max_vertices, name=str(p))
     face_parts, names, source = read_face_parts(p, labels)
+    raw = load_mesh(p, max_vertices=None, process=False)  # the file's vertices and faces, read once
+    v, f = np.asarray(raw.vertices), np.asarray(raw.faces)
     if face_parts is None and auto_parts:
-        wm = load_working_mesh(p, max_vertices=None)
-        groups = group_components(wm.file_vertices, wm.file_faces)
+        groups = group_components(v, f)
         if groups.max() >= 1:
-            face_parts, names, source = groups[wm.file_faces[:, 0]], [f"part_{i}" for i in range(groups.max() + 1)], "auto"
-    wm = load_working_mesh(p, max_vertices=max_vertices, face_parts=face_parts)
+            face_parts, names, source = groups[f[:, 0]], [f"part_{i}" for i in range(groups.max() + 1)], "auto"
+    wm = working_mesh(v, f, max_vertices, face_parts, name=str(p))
     wm.part_names, wm.part_source = names, source
     return wm
