@@ -251,8 +251,9 @@ def test_view_moves_a_part_of_three_components_as_one(tmp_path):
     write_obj_groups(mesh, [("all", v, f)])
     np.save(tmp_path / "labels.npy", np.repeat([0, 1], [8, 24]))
     moving_model().save(tmp_path / "ck")
+    # a random model: its prior basis (random posteriors of motion probes span anything)
     cfg = dict(checkpoint=str(tmp_path / "ck"), n_points=64, max_q=3, subspace_samples=8, sim_seconds=0.2,
-               sim_fps=10, play_fps=10, kind="articulated")
+               sim_fps=10, play_fps=10, kind="articulated", basis="prior")
 
     def drag(d, let_go=True):
         app = ViewerApp(d, ViewerConfig(**cfg))

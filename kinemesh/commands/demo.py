@@ -22,6 +22,7 @@ DOOR_DRAG_DEG = 80.0  # the cabinet's door is dragged to a target this far aroun
 EDGE_BAND = 0.02  # the cloth's pinned / free edge: vertices within 2% of its extent from the x-min / x-max side
 # what each example should show (issue 17): door opening, toy strain at its peak, cloth free edge drop / length
 TARGETS = {"cabinet": 60.0, "toy": 0.05, "cloth": 0.5}
+SHEET_TURN_DEG = {"cabinet": 180.0}  # the contact sheet's camera looks at the cabinet's doors (its front is -x)
 
 
 def register(sub) -> None:
@@ -135,6 +136,7 @@ def run(args) -> int:
     import numpy as np
     import torch
 
+    from kinemesh.articulation.probes import motion_probes
     from kinemesh.atomic import write_text
     from kinemesh.checks import out_dir
     from kinemesh.commands.simulate import write_outputs
@@ -165,9 +167,12 @@ def run(args) -> int:
         spec, action = _spec(name, wm, obj, args.frames, args.fps)
         if args.barrier_radius is not None:
             spec.barrier_radius = float(args.barrier_radius)
+        probes = None
+        if spec.kind == "articulated":  # the reduced coordinates follow the cabinet's parts along its hinges
+            probes, _ = motion_probes(vertices, faces, wm.part_ids, wm.part_names, obj)
         with torch_threads(1):
             dec = bind(vertices, faces, model, kind=spec.kind, part_ids=wm.part_ids, n_points=args.points,
-                       reduction=ReductionConfig(k_q=min(args.k_q, model.latent_dim))).decoder
+                       reduction=ReductionConfig(k_q=min(args.k_q, model.latent_dim)), probes=probes).decoder
         try:
             result = simulate_mesh(dec, vertices, faces, spec, part_ids=wm.part_ids, progress=False, category=name)
         except SimulationDivergedError as exc:  # report it, keep going with the other examples
@@ -178,8 +183,10 @@ def run(args) -> int:
                               out / f"{name}.npz", out / f"{name}_energy.png", fps=args.fps, progress=False,
                               title=f"{name}: energy")
         seq = result.sequence
+        turn = np.radians(SHEET_TURN_DEG.get(name, 0.0))
+        R = np.array([[np.cos(turn), -np.sin(turn), 0.0], [np.sin(turn), np.cos(turn), 0.0], [0.0, 0.0, 1.0]])
         for i in np.linspace(0, seq.n_frames - 1, 4).astype(int):
-            sheet.append((seq.frames[i], seq.faces, seq.part_ids, f"{name} t={seq.times[i]:.2f}s"))
+            sheet.append((seq.frames[i] @ R.T, seq.faces, seq.part_ids, f"{name} t={seq.times[i]:.2f}s"))
         m = summary[name] = {**measure(name, seq, wm, obj), "action": action, "seconds": time.perf_counter() - t0}
         inf = result.info
         parts = f", {wm.part_ids.max() + 1} parts ({wm.part_source})" if wm.part_ids is not None else ""

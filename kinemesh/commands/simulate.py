@@ -119,9 +119,16 @@ def register(sub) -> None:
     a.add_argument("--velocity", type=_triple, default=None, metavar="VX,VY,VZ",
                    help="initial velocity (m/s) of --vertex (or of the whole object)")
     a.add_argument("--wind", type=_triple, default=None, metavar="X,Y,Z", help="wind velocity (m/s)")
+    a.add_argument("--free-base", action="store_true",
+                   help="articulated: do not hold the base part (the largest) at rest; by default it stands fixed")
     add_simulation_arguments(p)
     m = p.add_argument_group("model")
     m.add_argument("--k-q", type=int, default=8, help="reduced coordinates k_q (active subspace; default 8)")
+    m.add_argument("--basis", choices=("probes", "prior"), default="probes",
+                   help="what spans the reduced coordinates: the encoder's posteriors of motion probes (default; an "
+                        "articulated object's parts moved along its joints: the URDF's, else predicted from the "
+                        "shape; an elastic body squashed, bent, twisted, dented; a cloth folded and hung) or the "
+                        "active subspace of prior samples (NeuROK Sec. 4.3)")
     m.add_argument("--points", type=int, default=1024, help="surface points carrying the mass (default 1024)")
     m.add_argument("--device", default="cpu", choices=["cpu"],
                    help="cpu (the latent dynamics are small dense problems; no GPU path yet)")
@@ -161,7 +168,8 @@ def spec_from_args(args):
         velocity_vertices=vertices if args.velocity is not None and args.action != "drag" else (),
         wind=args.wind, seed=args.seed, barrier_radius=getattr(args, "barrier_radius", None),
         young=getattr(args, "young", None), floor=getattr(args, "floor", None),
-        friction=getattr(args, "friction", 0.8), rigid=False if getattr(args, "no_rigid", False) else None)
+        friction=getattr(args, "friction", 0.8), rigid=False if getattr(args, "no_rigid", False) else None,
+        fixed_base=False if getattr(args, "free_base", False) else None)
 
 
 def write_outputs(result, out_glb=None, video=None, npz=None, plot_energy=None, fps=30.0, progress=True,
@@ -203,7 +211,9 @@ def run(args) -> int:
     from kinemesh.checks import out_file
     from kinemesh.dynamics.scene import simulate_mesh, torch_threads
     from kinemesh.errors import ConfigError
-    from kinemesh.geometry.segments import load_segmented
+    from kinemesh.articulation.probes import probes_for
+    from kinemesh.geometry.kind import resolve_kind
+    from kinemesh.geometry.segments import is_articulated_input, load_segmented
     from kinemesh.reduce import ReductionConfig, bind
 
     spec = spec_from_args(args)
@@ -222,10 +232,15 @@ def run(args) -> int:
     spec.drag_vertex, spec.poke_vertex = work(spec.drag_vertex), work(spec.poke_vertex)
     spec.velocity_vertices = tuple(work(i) for i in spec.velocity_vertices)
     spec.pins = tuple(dict.fromkeys(work(i) for i in spec.pins))
+    # a URDF / PartNet-Mobility input is articulated by definition (its links and joints)
+    kind = resolve_kind("articulated" if spec.kind == "auto" and is_articulated_input(args.mesh) else spec.kind,
+                        vertices, faces, wm.part_ids)
+    probes, joints_from = probes_for(vertices, faces, wm.part_ids, wm.part_names, kind, args.mesh, seed=args.seed) \
+        if args.basis == "probes" else (None, "-")
     with torch_threads(1):
-        b = bind(vertices, faces, args.checkpoint, kind=spec.kind, part_ids=wm.part_ids,
-                 reduction=ReductionConfig(k_q=args.k_q), n_points=args.points, seed=args.seed, device=args.device,
-                 dtype=torch.float64)
+        b = bind(vertices, faces, args.checkpoint, kind=kind, part_ids=wm.part_ids,
+                 reduction=ReductionConfig(k_q=args.k_q, basis=args.basis), n_points=args.points, seed=args.seed,
+                 device=args.device, dtype=torch.float64, probes=probes)
     spec.kind = b.kind
     result = simulate_mesh(b.decoder, vertices, faces, spec, part_ids=wm.part_ids, progress=True,
                             category=str(getattr(args, "category", "unknown")))

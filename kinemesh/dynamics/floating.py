@@ -95,3 +95,74 @@ class FloatingDecoder:
         if name == "decoder":
             raise AttributeError(name)
         return getattr(self.decoder, name)
+
+
+def base_anchor_points(points: "np.ndarray", mask: "np.ndarray") -> "np.ndarray":
+    """Three indices (3,) of rest points within ``mask`` (P,) spanning the largest triangle found greedily: the
+    point farthest from the masked centroid, the one farthest from it, the one farthest from their line."""
+    import numpy as np
+
+    idx = np.flatnonzero(mask)
+    if len(idx) < 3:
+        raise ConfigError(f"the base part has {len(idx)} sample points; at least 3 are needed to hold it")
+    p = np.asarray(points, np.float64)[idx]
+    a = int(np.argmax(np.linalg.norm(p - p.mean(0), axis=1)))
+    b = int(np.argmax(np.linalg.norm(p - p[a], axis=1)))
+    u = (p[b] - p[a]) / max(np.linalg.norm(p[b] - p[a]), 1e-12)
+    r = p - p[a]
+    c = int(np.argmax(np.linalg.norm(r - np.outer(r @ u, u), axis=1)))
+    return idx[[a, b, c]]
+
+
+def _frame3(p: torch.Tensor) -> torch.Tensor:
+    """Orthonormal frames (..., 3, 3) (columns) of point triples p (..., 3, 3): Gram-Schmidt on p1 - p0, p2 - p0."""
+    e1 = p[..., 1, :] - p[..., 0, :]
+    e1 = e1 / torch.linalg.norm(e1, dim=-1, keepdim=True)
+    w = p[..., 2, :] - p[..., 0, :]
+    e2 = w - (w * e1).sum(-1, keepdim=True) * e1
+    e2 = e2 / torch.linalg.norm(e2, dim=-1, keepdim=True)
+    return torch.stack([e1, e2, torch.cross(e1, e2, dim=-1)], -1)
+
+
+class BaseFrameDecoder:
+    """An articulated decoder seen from its base part: every decoded shape is moved by the rigid motion that
+    takes its base part back to rest, so the base stands still (a cabinet on the floor) and a drag can only
+    open what moves relative to it. The model keeps each part rigid (component-rigid skinning), so the motion of
+    the base is exact from three of its sample points (``anchors``: ``base_anchor_points``); it is smooth in q, so
+    the equations of motion differentiate it like any decoder. Same coordinates and prior as the wrapped decoder.
+    """
+
+    def __init__(self, decoder, anchors):
+        self.decoder = decoder
+        self.anchors = torch.as_tensor(anchors, dtype=torch.int64).reshape(3)
+        self.mu_cond = decoder.mu_cond
+        self.latent_dim = decoder.latent_dim
+        self.rest_points = decoder.rest_points
+        self.rest_vertices = decoder.rest_vertices
+        rest = decoder.rest_points.detach()[self.anchors]
+        self._rest_frame, self._rest_origin = _frame3(rest), rest[0]
+
+    def _to_base(self, anchors_now: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        F = _frame3(anchors_now)  # (..., 3, 3)
+        R = self._rest_frame.to(x) @ F.transpose(-1, -2)  # decoded base -> rest base
+        return (x - anchors_now[..., :1, :]) @ R.transpose(-1, -2) + self._rest_origin.to(x)
+
+    def points(self, q: torch.Tensor) -> torch.Tensor:
+        """q (..., k) -> (..., P, 3) metres, in the base part's rest frame."""
+        x = self.decoder.points(q)
+        return self._to_base(x[..., self.anchors, :], x)
+
+    def points_nograd(self, q: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            x = getattr(self.decoder, "points_nograd", self.decoder.points)(q)
+            return self._to_base(x[..., self.anchors, :], x)
+
+    def vertices(self, q: torch.Tensor) -> torch.Tensor:
+        """q (..., k) -> (..., N, 3) metres, in the base part's rest frame."""
+        x = self.decoder.points(q)
+        return self._to_base(x[..., self.anchors, :], self.decoder.vertices(q))
+
+    def __getattr__(self, name):  # faces, part ids, knn transfer, ... of the wrapped decoder
+        if name == "decoder":
+            raise AttributeError(name)
+        return getattr(self.decoder, name)

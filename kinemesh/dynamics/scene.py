@@ -24,7 +24,7 @@ import torch
 from kinemesh.dynamics.boundary import impulse_velocity, solve_positions, solve_velocities
 from kinemesh.dynamics.eom import kinematics, mass_matrix
 from kinemesh.dynamics.integrators import INTEGRATORS, Rollout, integrate
-from kinemesh.dynamics.floating import FloatingDecoder
+from kinemesh.dynamics.floating import BaseFrameDecoder, FloatingDecoder, base_anchor_points
 from kinemesh.dynamics.system import Floor, PointForce, Spring, State, System, Wind, make_handles, part_contacts
 from kinemesh.errors import ConfigError
 from kinemesh.geometry.kind import resolve_kind
@@ -111,6 +111,10 @@ class SimulationSpec:
     mesh's lowest point (the object rests on it); None = no floor."""
     friction: float = 0.8
     """Floor friction coefficient mu."""
+    fixed_base: bool | None = None
+    """Articulated objects: the base part (the part with the largest bounding box) stands still, as a cabinet on
+    the floor (``kinemesh.dynamics.floating.BaseFrameDecoder``), so a drag moves the dragged part and not the
+    whole object; None = yes for an articulated object with parts."""
     part_stops: bool = True
     """Articulated objects: parts that touch at rest cannot pass through each other's rest surfaces (a lid
     stops on its seat, a door in its frame; ``kinemesh.dynamics.system.PartContacts``)."""
@@ -234,6 +238,14 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
     if floor is not None and not math.isfinite(float(floor)):
         raise ConfigError(f"floor height must be finite, got {floor}")
     rigid = (kind in ("elastic", "cloth")) if spec.rigid is None else bool(spec.rigid)
+    groups = getattr(decoder, "point_groups", None)
+    base = None
+    if kind == "articulated" and spec.fixed_base is not False and groups is not None and len(np.unique(groups)) > 1:
+        groups = np.asarray(groups).reshape(-1)
+        rp = decoder.rest_points.detach().double().cpu().numpy()
+        vol = {g: float(np.prod(np.ptp(rp[groups == g], axis=0) + 1e-9)) for g in np.unique(groups)}
+        base = max(vol, key=vol.get)  # the base part: the largest bounding box
+        decoder = BaseFrameDecoder(decoder, base_anchor_points(rp, groups == base))
     if rigid:
         decoder = FloatingDecoder(decoder)
     P = int(decoder.rest_points.shape[0])
@@ -288,8 +300,8 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
         system.forces.append(PointForce(fh, torch.as_tensor(_vec(spec.force, "force"))[None]))
     info = {"kind": kind, "mass_kg": mtot, "stiffness_hz": stiff_hz, "damping_per_s": alpha,
             "latent_stiffness": system.stiffness, "mean_generalized_mass": mbar, "k_q": k - 6 * rigid,
-            "rigid_body": rigid, "floor": floor, "barrier_radius": barrier, "points": P,
-            "rest_fit_rms_m": rest_rms, "gravity": list(g)}
+            "rigid_body": rigid, "fixed_base": base is not None, "floor": floor, "barrier_radius": barrier,
+            "points": P, "rest_fit_rms_m": rest_rms, "gravity": list(g)}
     return system, info
 
 

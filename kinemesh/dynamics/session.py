@@ -31,9 +31,9 @@ class Session:
     def __init__(self, decoder, vertices: np.ndarray, faces: np.ndarray, spec: SimulationSpec):
         with torch_threads(1):
             self.system, self.info = build_system(decoder, vertices, faces, spec)
-        self.decoder = decoder
+        self.decoder = self.system.decoder  # as the dynamics see it (an articulated base held: BaseFrameDecoder)
         self.q_rest = self.system.q_rest.detach().cpu().numpy().astype(np.float64)
-        offset = rest_offset(decoder, self.system.q_rest)
+        offset = rest_offset(self.decoder, self.system.q_rest)
         self.rest_offset = np.asarray(offset, np.float32).reshape(np.shape(vertices))
         self._handles: dict[int, object] = {}
 

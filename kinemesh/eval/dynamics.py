@@ -43,6 +43,8 @@ class DynamicsEvalConfig:
     barrier_radius: float | None = option(None, "soft barrier radius in prior std for both models (default: the "
                                           "kind's, articulated 2, elastic and cloth 3)", type=float, metavar="STD")
     samples: int = option(2000, "surface samples per Chamfer evaluation", min=1)
+    basis: str = option("probes", "what spans the reduced coordinates (kinemesh simulate --basis); a door's probes "
+                        "follow joints predicted from its static shape", choices=("probes", "prior"))
 
     def __post_init__(self):
         check(self)
@@ -211,6 +213,7 @@ def evaluate(cfg: DynamicsEvalConfig) -> Result:
     ground truth it generates to ``cfg.data``."""
     import torch
 
+    from kinemesh.articulation.probes import motion_probes
     from kinemesh.dynamics.linear import LinearDecoder
     from kinemesh.dynamics.scene import torch_threads
     from kinemesh.model import load_model
@@ -227,9 +230,14 @@ def evaluate(cfg: DynamicsEvalConfig) -> Result:
         gt = ground_truth(scenario, i, cfg.frames, folder)
         fps = float((gt.n_frames - 1) / max(float(gt.times[-1] - gt.times[0]), 1e-9))
         rest = gt.rest_vertices.astype(np.float64)
+        probes = None
+        if cfg.basis == "probes" and KINDS[scenario] == "articulated" and gt.part_ids is not None:
+            names = [f"part_{p}" for p in range(int(gt.part_ids.max()) + 1)]
+            probes, _ = motion_probes(rest, gt.faces, gt.part_ids, names, None)  # joints predicted, not the truth
         with torch_threads(1):
             dec = bind(rest, gt.faces, model, kind=KINDS[scenario], part_ids=gt.part_ids, n_points=cfg.points,
-                       reduction=ReductionConfig(k_q=min(cfg.k_q, model.latent_dim))).decoder
+                       reduction=ReductionConfig(k_q=min(cfg.k_q, model.latent_dim), basis=cfg.basis),
+                       probes=probes).decoder
         res = {"scenario": scenario, "index": i, "object": f"{gt.meta['category']} #{i}", "vertices": len(rest)}
         t0 = time.perf_counter()
         try:

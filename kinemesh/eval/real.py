@@ -1,7 +1,8 @@
 """Real objects, part by part: the drag test and prior-sample plausibility on real PartNet-Mobility objects.
 
 Every object (a URDF / PartNet-Mobility folder) is bound to the model with its links as parts
-(``kinemesh.geometry.segments``, ``kinemesh.reduce.bind``, kind guessed as ``kinemesh simulate`` does). Then:
+(``kinemesh.geometry.segments``, ``kinemesh.reduce.bind``; articulated, as ``kinemesh simulate`` takes a URDF /
+PartNet-Mobility input, with its base part held: ``SimulationSpec.fixed_base``). Then:
 
 - drag test (issue 16): for every movable joint, the vertex of the moving part (the joint's child and the
   parts below it) farthest from the TRUE axis is dragged along the true motion, 60 deg about the axis (or the
@@ -12,7 +13,9 @@ Every object (a URDF / PartNet-Mobility folder) is bound to the model with its l
   object's size (longest side of its rest bounding box); ``attached`` = every pair of parts touching at rest
   stays within 2% of the size (``kinemesh.eval.model.attachment``) and every connected component stays on its
   part's rigid motion within 2% of the size;
-- prior samples z ~ the kind's calibrated prior: parts attached (``kinemesh.eval.model.attachment``) and
+- samples of the reduced state space (q ~ N(0, I), the coordinates the dynamics move in; for an articulated
+  object spanned by motion probes along joints predicted from the static shape, ``kinemesh.articulation.probes``):
+  parts attached (``kinemesh.eval.model.attachment``) and
   within-part rigidity error (``kinemesh.geometry.metrics.within_part_rigidity``).
 
 Inverse kinematics of real poses is ``kinemesh eval ik --real DIR``.
@@ -64,13 +67,15 @@ class RealEvalConfig:
             raise ConfigError("--real: give the folder of real objects")
 
 
-def subtree_mask(obj, part_ids: np.ndarray, child: str) -> np.ndarray:
-    """(N,) bool: vertices of ``child`` and every part below it (``part_ids`` index ``obj.parts``)."""
+def subtree_mask(obj, part_ids: np.ndarray, child: str, part_names: list[str] | None = None) -> np.ndarray:
+    """(N,) bool: vertices of ``child`` and every part below it (``part_ids`` index ``part_names``, default
+    the names of ``obj.parts``)."""
     from kinemesh.geometry.validity import subtree
 
     parents = {j.child: j.parent for j in obj.joints}
     names = set(subtree(parents, child))
-    return np.isin(part_ids, [i for i, p in enumerate(obj.parts) if p.name in names])
+    part_names = [p.name for p in obj.parts] if part_names is None else part_names
+    return np.isin(part_ids, [i for i, n in enumerate(part_names) if n in names])
 
 
 def asked_motion(joint) -> float:
@@ -126,6 +131,8 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
     from kinemesh.eval.model import attachment
     from kinemesh.geometry import metrics
     from kinemesh.geometry.kind import connected_components
+    from kinemesh.articulation.probes import motion_probes
+    from kinemesh.geometry.kind import resolve_kind
     from kinemesh.geometry.segments import segmented_object
     from kinemesh.reduce import ReductionConfig, bind
 
@@ -135,16 +142,23 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
     v, f, pid = np.asarray(wm.mesh.vertices), np.asarray(wm.mesh.faces), wm.part_ids
     size = float(np.ptp(v, axis=0).max())
     comps = connected_components(len(v), f)
-    b = bind(v, f, model, part_ids=pid, reduction=ReductionConfig(k_q=8), n_points=cfg.points, seed=cfg.seed)
+    kind = "articulated" if obj.movable_joints else resolve_kind("auto", v, f, pid)  # as kinemesh simulate
+    # reduced coordinates from motion probes along joints PREDICTED from the static shape (the true joints are
+    # only used to ask for the drags and to score them)
+    probes, joints_from = motion_probes(v, f, pid, wm.part_names, None, seed=cfg.seed) \
+        if kind == "articulated" else (None, "-")
+    b = bind(v, f, model, kind=kind, part_ids=pid, reduction=ReductionConfig(k_q=8), n_points=cfg.points,
+             seed=cfg.seed, probes=probes)
     row = {"object": path.name, "category": obj.category, "kind": b.kind, "vertices": len(v),
-           "parts": int(pid.max() + 1), "drags": []}
-    with torch.no_grad():
-        z = b.instance.prior_sample(cfg.samples, seed=cfg.seed)
-        samples = b.instance.vertices(z).double().numpy()
+           "parts": int(pid.max() + 1), "probes": joints_from, "drags": []}
+    with torch.no_grad():  # samples of the state space the dynamics move in: q ~ N(0, I) of the reduced decoder
+        q = torch.randn(cfg.samples, b.decoder.latent_dim, generator=torch.Generator().manual_seed(cfg.seed),
+                        dtype=torch.float64).to(b.decoder.mu_cond.dtype)
+        samples = b.decoder.vertices(q).double().numpy()
     row["prior_attached"] = attachment(v, samples, pid, size)[0]
     row["prior_rigidity"] = metrics.within_part_rigidity(v, samples, pid, seed=cfg.seed)
     for j in obj.movable_joints:
-        moving = subtree_mask(obj, pid, j.child)
+        moving = subtree_mask(obj, pid, j.child, wm.part_names)
         if moving.sum() < 3 or moving.all():
             continue
         asked = asked_motion(j)

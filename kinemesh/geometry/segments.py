@@ -25,10 +25,22 @@ def is_articulated_input(path: str | os.PathLike) -> bool:
 
 
 def segmented_object(obj, max_vertices: int | None = DEFAULT_MAX_VERTICES, name: str = "object") -> WorkingMesh:
-    """The working mesh of an ArticulatedObject at rest, its links as parts (``part_ids`` index ``obj.parts``)."""
+    """The working mesh of an ArticulatedObject at rest, its links as parts (``part_ids`` index
+    ``part_names``): a link welded to its parent by a fixed joint (a handle on its door, a knob on its drawer)
+    belongs to the part of its nearest movable ancestor or the root, so it moves with it."""
     v, f, pid = obj.merged({})
-    wm = working_mesh(v, f, max_vertices, pid[np.asarray(f)[:, 0]], name=name)
-    wm.part_names, wm.part_source = [q.name for q in obj.parts], "links"
+    parent = {j.child: j.parent for j in obj.joints if not j.movable}
+    names = [q.name for q in obj.parts]
+
+    def owner(n: str) -> str:
+        while n in parent:
+            n = parent[n]
+        return n
+
+    kept = [n for n in names if owner(n) == n]
+    to_part = np.array([kept.index(owner(n)) for n in names], dtype=np.int64)
+    wm = working_mesh(v, f, max_vertices, to_part[pid[np.asarray(f)[:, 0]]], name=name)
+    wm.part_names, wm.part_source = kept, "links"
     return wm
 
 

@@ -12,7 +12,7 @@ from kinemesh.errors import InputFileError, KinemeshError
 from kinemesh.reduce.bind import ReductionConfig
 
 
-IK_REDUCTION = ReductionConfig(k_q=None, max_k=32, n_samples=64, n_probes=2, calibrated_prior=False)
+IK_REDUCTION = ReductionConfig(k_q=None, max_k=32, n_samples=64, n_probes=2, calibrated_prior=False, basis="prior")
 """The reduction of inverse kinematics: k_q from 99 % of the active-subspace trace (at most 32), and the
 uncalibrated prior N(mu_cond, I) instead of the binding's default calibrated one: on the 24 held-out test
 targets the calibrated prior is the same with known correspondences (90.2 % vs 90.1 % motion explained) and

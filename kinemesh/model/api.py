@@ -66,7 +66,7 @@ class NeuralInstanceDecoder:
 
     def __init__(self, net: KinematicVAE, vertices: np.ndarray, faces: np.ndarray, n_points: int = 2048,
                  seed: int = 0, k: int = 8, part_ids: np.ndarray | None = None,
-                 prior_factor: np.ndarray | None = None, prior_kind: str | None = None):
+                 prior_factor: np.ndarray | None = None, prior_kind: str | None = None, rigid_parts: bool = True):
         if vertices.ndim != 2 or vertices.shape[1] != 3 or len(vertices) < 3:
             raise ConfigError(f"instance(): vertices must be (n, 3) with n >= 3, got {vertices.shape}")
         if faces.ndim != 2 or faces.shape[1] != 3 or len(faces) == 0:
@@ -113,7 +113,10 @@ class NeuralInstanceDecoder:
             self.mu_cond = mu[0].to(self.dtype)
             self._h = h.to(self.dtype)
             if self.cfg.head == "dq_skinning":
-                labels = torch.as_tensor(np.unique(point_groups, return_inverse=True)[1].reshape(1, -1),
+                # parts move rigidly (one blend per part) only when ``rigid_parts``: a soft toy or a cloth made of
+                # several components deforms as one body (its components still carry their own vertices)
+                labels = torch.as_tensor(np.unique(point_groups, return_inverse=True)[1].reshape(1, -1)
+                                         if rigid_parts else np.zeros((1, len(point_groups)), np.int64),
                                          device=self.device)
                 w = net.decoder.skin_weights(self._qn[None], self._h, labels).to(self.dtype)  # (1, P, K)
                 self._weights = w
@@ -255,14 +258,15 @@ class KinematicModel:
         return self
 
     def instance(self, vertices, faces, n_points: int = 2048, seed: int = 0, k: int = 8,
-                 part_ids=None, kind: str | None = "auto") -> NeuralInstanceDecoder:
+                 part_ids=None, kind: str | None = "auto", rigid_parts: bool | None = None) -> NeuralInstanceDecoder:
         """Bind the model to a rest mesh: vertices (n, 3) metres, faces (m, 3) -> ``InstanceDecoder``.
 
         ``n_points`` surface samples (seeded by ``seed``) carry the deformation; each vertex averages its
         ``k`` nearest samples on the same connected component (or the same part when ``part_ids`` (n,) is
         given). ``kind`` picks the calibrated prior (articulated / elastic / cloth; "auto" guesses it from the
         mesh, None = the uncalibrated N(mu_cond, I)); a checkpoint without calibration always uses the
-        uncalibrated prior. Raises ConfigError on malformed arrays or an unknown kind.
+        uncalibrated prior. ``rigid_parts``: every part (connected component) moves rigidly; None = unless
+        ``kind`` is elastic or cloth. Raises ConfigError on malformed arrays or an unknown kind.
         """
         vertices = np.asarray(vertices, dtype=np.float64)
         faces = np.asarray(faces, dtype=np.int64)
@@ -272,8 +276,10 @@ class KinematicModel:
                 kind = resolve_kind(kind, vertices, faces, part_ids) if len(faces) else "all"
             used = kind if kind in self.prior_factors else "all"
             factor = self.prior_factors[used]
+        if rigid_parts is None:
+            rigid_parts = kind not in ("elastic", "cloth")
         return NeuralInstanceDecoder(self.net, vertices, faces, n_points=n_points, seed=seed, k=k,
-                                     part_ids=part_ids, prior_factor=factor, prior_kind=used)
+                                     part_ids=part_ids, prior_factor=factor, prior_kind=used, rigid_parts=rigid_parts)
 
     def prior(self, mesh, n_points: int = 2048, seed: int = 0) -> torch.distributions.Distribution:
         """The (calibrated) instance prior N(mu_cond, L L^T) of ``mesh`` (trimesh, (vertices, faces) or path)

@@ -18,6 +18,16 @@ coordinates u (z = mu_cond + L u, u ~ N(0, I)): C is the matrix of derivatives w
 
 Both cost one backward pass per probe. Because W is orthonormal and u ~ N(0, I), q = W^T u is distributed
 N(0, I_k) under the prior, so "3 standard deviations" means |q_i| <= 3 in both spaces.
+
+``fit_probes`` (motion probes, the default of ``kinemesh.reduce.bind``)
+    The prior of an instance spreads most of its variance over motions no real object makes (parts sliding off,
+    handles leaving their doors), so its leading directions can miss the motion that matters: on the demo
+    cabinet the 8 prior directions hold 93 % of the trace of C but none opens a door (the door's posterior,
+    projected onto them, turns the door by -5 deg instead of 57 deg). ``fit_probes`` takes the directions from
+    the encoder instead: the posterior means of a few plausible poses of the mesh (``kinemesh.geometry.probes``),
+    whitened, are decomposed by SVD; the k leading right singular vectors are W, and each coordinate is scaled
+    so the probes have unit RMS along it. The origin is the posterior of the rest pose. q then reaches exactly the
+    motions the probes name, in units of their spread (the barrier at 2-3 std lies a little beyond the probes).
 """
 
 from __future__ import annotations
@@ -59,11 +69,15 @@ class Subspace:
     method: str = "jacobian"
     n_samples: int = 0
     prior_factor: torch.Tensor | None = None
+    scale: torch.Tensor | None = None
+    """(k,) float32 length of each reduced coordinate in u (``fit_probes``: the RMS of the probes along it, so
+    the probes have unit spread in q), or None for 1."""
 
     @property
     def basis(self) -> torch.Tensor:
-        """(D, k) float32 L W: the latent direction of each reduced coordinate."""
-        return self.W if self.prior_factor is None else self.prior_factor.float() @ self.W.float()
+        """(D, k) float32 L W diag(scale): the latent direction of each reduced coordinate."""
+        W = self.W.float() if self.scale is None else self.W.float() * self.scale.float()
+        return W if self.prior_factor is None else self.prior_factor.float() @ W
 
     @property
     def k(self) -> int:
@@ -89,7 +103,8 @@ class Subspace:
         dz = z - self.mu_cond.to(z)
         if self.prior_factor is not None:
             dz = torch.linalg.solve(self.prior_factor.to(z), dz.reshape(-1, dz.shape[-1]).T).T.reshape(dz.shape)
-        return dz @ self.W.to(z)
+        q = dz @ self.W.to(z)
+        return q if self.scale is None else q / self.scale.to(z)
 
     # ------------------------------------------------------------------ io
     def save(self, folder: str | Path) -> Path:
@@ -107,6 +122,8 @@ class Subspace:
         }
         if self.prior_factor is not None:
             tensors["prior_factor"] = self.prior_factor.detach().float().contiguous().cpu()
+        if self.scale is not None:
+            tensors["scale"] = self.scale.detach().float().contiguous().cpu()
         with atomic_path(folder / "subspace.safetensors") as tmp:
             save_file(tensors, str(tmp))
         info = {
@@ -148,8 +165,11 @@ class Subspace:
         L = t.get("prior_factor")
         if L is not None and (L.shape != (W.shape[0], W.shape[0]) or not torch.isfinite(L).all()):
             raise InputFileError(st, f"prior_factor {tuple(L.shape)} does not match W {tuple(W.shape)}")
+        sc = t.get("scale")
+        if sc is not None and (sc.shape != (W.shape[1],) or not (torch.isfinite(sc).all() and (sc > 0).all())):
+            raise InputFileError(st, f"scale {tuple(sc.shape)} does not match W {tuple(W.shape)} or is not positive")
         return cls(W, mu, t["eigenvalues"].double().numpy(), str(info.get("method", "jacobian")),
-                   int(info.get("n_samples", 0)), None if L is None else L.float())
+                   int(info.get("n_samples", 0)), None if L is None else L.float(), None if sc is None else sc.float())
 
 
 def _deformation_norm(points: torch.Tensor, rest: torch.Tensor) -> torch.Tensor:
@@ -277,6 +297,50 @@ def fit(
                    None if L is None else torch.as_tensor(L).detach().float().clone())
     log.debug("active subspace (%s): k=%d of D=%d, explained %.4f", method, k, D, sub.explained)
     return sub
+
+
+def fit_probes(decoder, probes, k_q: int | None = 8, explained: float = 0.99, max_k: int | None = None,
+               progress: bool = False) -> Subspace:
+    """Subspace spanned by the posterior means of ``probes`` (n, N, 3) metres, poses of ``decoder``'s rest mesh
+    (an InstanceDecoder with ``encode``); see the module docstring. ``k_q`` (None: the smallest k holding
+    ``explained`` of the probes' squared norm, capped at ``max_k``) is capped at the number of probes.
+
+    Raises ConfigError for no probes, probes of the wrong shape, or k_q outside [1, D]."""
+    probes = np.asarray(probes, dtype=np.float64)
+    n_v = tuple(decoder.rest_vertices.shape)
+    if probes.ndim != 3 or probes.shape[1:] != n_v or len(probes) == 0:
+        raise ConfigError(f"motion probes must be (n >= 1, {n_v[0]}, 3), got {probes.shape}")
+    D = int(decoder.mu_cond.shape[-1])
+    if k_q is not None and not 1 <= int(k_q) <= D:
+        raise ConfigError(f"k_q={k_q}: must be between 1 and the latent dimension {D}")
+    it = range(len(probes) + 1)
+    if progress:
+        from kinemesh.progress import tqdm
+
+        it = tqdm(it, desc="motion probes", unit="pose")
+    zs = []
+    for i in it:  # posterior means (Sec. 4.1's encoder): the rest pose first, then every probe
+        zs.append(decoder.encode(decoder.rest_vertices.detach().cpu().double().numpy() if i == 0
+                                 else probes[i - 1])[0].detach().double().cpu())
+    origin, Z = zs[0], torch.stack(zs[1:]) - zs[0]
+    L = getattr(decoder, "prior_factor", None)
+    U = Z if L is None else torch.linalg.solve(torch.as_tensor(L).double().cpu(), Z.T).T  # whitened (n, D)
+    _, S, Vt = torch.linalg.svd(U, full_matrices=False)
+    ev = (S * S / len(U)).numpy()
+    if k_q is None:
+        total = ev.sum()
+        k = int(np.searchsorted(np.cumsum(ev) / total, explained - 1e-12) + 1) if total > 0 else 1
+        k = min(k, D if max_k is None else max_k)
+    else:
+        k = int(k_q)
+    k = max(1, min(k, len(S)))
+    W = Vt[:k].T.contiguous()
+    idx = W.abs().argmax(0)  # deterministic sign: largest-magnitude entry of every column positive
+    W = W * torch.where(W[idx, torch.arange(k)] < 0, -1.0, 1.0)
+    scale = torch.sqrt(((U @ W) ** 2).mean(0)).clamp_min(1e-6)
+    eigenvalues = np.concatenate([ev, np.zeros(max(0, D - len(ev)))])
+    return Subspace(W.float(), origin.float(), eigenvalues, "probes", len(probes),
+                    None if L is None else torch.as_tensor(L).detach().float().cpu().clone(), scale.float())
 
 
 class ReducedDecoder:

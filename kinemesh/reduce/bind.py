@@ -16,7 +16,9 @@ import numpy as np
 from kinemesh.errors import ConfigError
 from kinemesh.geometry.kind import resolve_kind
 from kinemesh.model.api import KinematicModel, NeuralInstanceDecoder, load_model
-from kinemesh.reduce.active_subspace import ReducedDecoder, Subspace, fit
+from kinemesh.reduce.active_subspace import ReducedDecoder, Subspace, fit, fit_probes
+
+BASES = ("probes", "prior")
 
 
 @dataclass
@@ -37,6 +39,10 @@ class ReductionConfig:
     """Prior samples of the Monte Carlo estimate."""
     n_probes: int = 4
     """Random probes per sample (jacobian method)."""
+    basis: str = "probes"
+    """"probes": directions of the posterior means of motion probes (``fit_probes``; elastic and cloth probes
+    come from the geometry, an articulated object's from its joints, given to ``bind``); "prior": the active
+    subspace of prior samples (Sec. 4.3; also what an articulated object without probes gets)."""
     calibrated_prior: bool = True
     """Take the subspace, prior samples and barrier in the kind's calibrated prior N(mu_cond, L L^T) (the
     policy); False uses the uncalibrated N(mu_cond, I), which inverse kinematics sets
@@ -60,7 +66,8 @@ class Binding:
 
 def bind(vertices: np.ndarray, faces: np.ndarray, model: KinematicModel | str | os.PathLike | None = None,
          kind: str = "auto", part_ids: np.ndarray | None = None, reduction: ReductionConfig | None = None,
-         n_points: int = 1024, seed: int = 0, device: str = "cpu", dtype=None) -> Binding:
+         n_points: int = 1024, seed: int = 0, device: str = "cpu", dtype=None, probes: np.ndarray | None = None,
+         progress: bool = False) -> Binding:
     """Bind ``model`` (a loaded KinematicModel, a checkpoint folder, or None = the shipped default checkpoint)
     to a rest mesh and reduce it.
 
@@ -72,6 +79,10 @@ def bind(vertices: np.ndarray, faces: np.ndarray, model: KinematicModel | str | 
     reduction : the active subspace (default ``ReductionConfig()``, k_q = 8).
     n_points, seed : surface samples carrying the deformation and their seed.
     device, dtype : where the model runs; ``dtype`` (e.g. torch.float64) casts the model in place.
+    probes : (n, N, 3) poses of the mesh for ``reduction.basis == "probes"``; None = made from the geometry for
+        elastic and cloth objects (``kinemesh.geometry.probes``); an articulated object without probes (callers
+        make them from its joints: ``kinemesh.articulation.probes``) falls back to the prior basis.
+    progress : progress bar while encoding the probes.
 
     Raises
     ------
@@ -85,11 +96,20 @@ def bind(vertices: np.ndarray, faces: np.ndarray, model: KinematicModel | str | 
         model = load_model(model, device=device)
     if dtype is not None:
         model.to(dtype=dtype)
+    if red.basis not in BASES:
+        raise ConfigError(f"reduction basis {red.basis!r}: expected one of {BASES}")
     kind = resolve_kind(kind, vertices, faces, part_ids)
     inst = model.instance(vertices, faces, n_points=n_points, seed=seed, part_ids=part_ids,
-                          kind=kind if red.calibrated_prior else None)
+                          kind=kind if red.calibrated_prior else None, rigid_parts=kind == "articulated")
     if not red.enabled:
         return Binding(inst, inst, None, kind, model)
-    sub = fit(inst, k_q=red.k_q, explained=red.explained, max_k=red.max_k, n_samples=red.n_samples,
-              method=red.method, n_probes=red.n_probes, seed=seed)
+    if red.basis == "probes" and probes is None and kind in ("elastic", "cloth"):
+        from kinemesh.geometry.probes import cloth_probes, elastic_probes
+
+        probes = (elastic_probes if kind == "elastic" else cloth_probes)(np.asarray(vertices, np.float64))
+    if red.basis == "probes" and probes is not None:
+        sub = fit_probes(inst, probes, k_q=red.k_q, explained=red.explained, max_k=red.max_k, progress=progress)
+    else:
+        sub = fit(inst, k_q=red.k_q, explained=red.explained, max_k=red.max_k, n_samples=red.n_samples,
+                  method=red.method, n_probes=red.n_probes, seed=seed)
     return Binding(ReducedDecoder(inst, sub), inst, sub, kind, model)

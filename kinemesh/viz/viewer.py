@@ -50,6 +50,8 @@ class ViewerConfig:
     stiffness_hz: float | None = None  # latent elastic stiffness as a natural frequency; None = kind default
     damping: float | None = None  # Rayleigh mass damping alpha (1/s); None = kind default
     gravity: bool = False  # gravity on during dynamics (-9.81 m/s^2 along Z)
+    basis: str = "probes"  # what spans the reduced coordinates: motion probes or prior samples (simulate --basis)
+    fixed_base: bool | None = None  # hold an articulated object's base part (None = yes when it has parts)
 
 
 def ray_mesh_pick(
@@ -216,13 +218,23 @@ class ViewerApp:
         try:
             import torch
 
+            from kinemesh.articulation.probes import motion_probes
+            from kinemesh.geometry.kind import resolve_kind
             from kinemesh.reduce import ReductionConfig, bind
 
             torch.set_num_threads(1)
             t0 = time.perf_counter()
-            b = bind(self.rest_vertices, self.faces, cfg.checkpoint, kind=self._requested_kind(),
-                     part_ids=self.part_ids, n_points=cfg.n_points, device=cfg.device,
-                     reduction=ReductionConfig(k_q=None, max_k=cfg.max_q, n_samples=cfg.subspace_samples))
+            kind = resolve_kind(self._requested_kind(), self.rest_vertices, self.faces, self.part_ids)
+            probes = None
+            if cfg.basis == "probes" and kind == "articulated" and self.part_ids is not None:  # URDF / predicted joints
+                obj = self.drawable.articulated
+                names = [p.name for p in obj.parts] if obj is not None else \
+                    [f"part_{i}" for i in range(int(np.max(self.part_ids)) + 1)]
+                probes, _ = motion_probes(self.rest_vertices, self.faces, self.part_ids, names, obj)
+            b = bind(self.rest_vertices, self.faces, cfg.checkpoint, kind=kind,
+                     part_ids=self.part_ids, n_points=cfg.n_points, device=cfg.device, probes=probes,
+                     reduction=ReductionConfig(k_q=None, max_k=cfg.max_q, n_samples=cfg.subspace_samples,
+                                               basis=cfg.basis))
             self.attach_decoder(b.decoder, notify=False, kind=b.kind)
             rms = self.fit_rest(notify=False)
             sub = b.subspace
@@ -350,7 +362,7 @@ class ViewerApp:
             # no rigid-body coordinates here: the sliders are the model's q, and a poked free body drifting
             # out of the view without a floor is not what the drag-and-release tool is for
             spec = SimulationSpec(kind=self.dynamics_kind(), gravity=cfg.gravity, stiffness=cfg.stiffness_hz,
-                                  damping=cfg.damping, rigid=False)
+                                  damping=cfg.damping, rigid=False, fixed_base=cfg.fixed_base)
             self._session = Session(self.reduced, self.rest_vertices, self.faces, spec)
             self.q_rest, self.rest_offset = self._session.q_rest, self._session.rest_offset
             self.q = self.q if self.q is not None else self.q_rest.copy()

@@ -1,0 +1,74 @@
+"""Motion probes of a segmented articulated mesh: its parts moved along their joints (given, or predicted from
+the static shape by the articulation predictor), for the reduced coordinates of ``kinemesh.reduce.bind``."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from kinemesh.data.articulated import ArticulatedObject, Part
+from kinemesh.errors import KinemeshError
+
+log = logging.getLogger(__name__)
+
+
+def predicted_object(vertices: np.ndarray, faces: np.ndarray, part_ids: np.ndarray, part_names: list[str],
+                     seed: int = 0) -> ArticulatedObject:
+    """The parts of a segmented mesh (vertices (N, 3) m, faces (M, 3), part id per vertex indexing
+    ``part_names``) with joints predicted from the static shape (``kinemesh.articulation.infer.articulate``).
+    Raises KinemeshError when fewer than two parts have geometry."""
+    from kinemesh.articulation.infer import articulate, to_articulated
+    from kinemesh.articulation.parts import static_object
+
+    v, f, pid = np.asarray(vertices, np.float64), np.asarray(faces, np.int64), np.asarray(part_ids).reshape(-1)
+    parts = []
+    for i, name in enumerate(part_names):
+        fm = pid[f[:, 0]] == i
+        if not fm.any():
+            continue
+        used = np.unique(f[fm])
+        remap = np.full(len(v), -1, np.int64)
+        remap[used] = np.arange(len(used))
+        parts.append(Part(name, v[used], remap[f[fm]]))
+    obj = static_object(parts)
+    return to_articulated(obj, articulate(obj, seed=seed))
+
+
+def motion_probes(vertices: np.ndarray, faces: np.ndarray, part_ids, part_names: list[str] | None,
+                  obj: ArticulatedObject | None = None, seed: int = 0) -> tuple[np.ndarray | None, str]:
+    """(probes (n, N, 3) or None, where the joints came from: "given", "predicted" or why there are none) of a
+    segmented articulated mesh; ``obj`` = its articulation when known (a URDF / PartNet-Mobility input),
+    else the joints are predicted. None when the mesh has fewer than two parts or no movable joint results."""
+    from kinemesh.geometry.probes import articulated_probes
+
+    if part_ids is None or part_names is None or len(np.unique(part_ids)) < 2:
+        return None, "fewer than two parts"
+    source = "given"
+    if obj is None or not obj.movable_joints:
+        try:
+            obj, source = predicted_object(vertices, faces, part_ids, part_names, seed=seed), "predicted"
+        except KinemeshError as exc:
+            log.info("motion probes: no articulation (%s)", exc)
+            return None, f"no articulation ({exc})"
+    if not obj.movable_joints:
+        return None, f"no movable joint ({source})"
+    return articulated_probes(vertices, part_ids, part_names, obj, seed=seed), source
+
+
+def probes_for(vertices: np.ndarray, faces: np.ndarray, part_ids, part_names, kind: str,
+               source=None, seed: int = 0) -> tuple[np.ndarray | None, str]:
+    """Motion probes for ``kinemesh.reduce.bind`` of a mesh of resolved ``kind``: for an articulated one, its
+    parts moved along the joints of ``source`` when it is a URDF / PartNet-Mobility input, else along joints
+    predicted from the static shape (``motion_probes``); None for elastic and cloth objects (bind makes theirs
+    from the geometry). Returns (probes or None, where the joints came from)."""
+    if kind != "articulated":
+        return None, "geometry"
+    obj = None
+    if source is not None:
+        from kinemesh.data.partnet import load_articulated
+        from kinemesh.geometry.segments import is_articulated_input
+
+        if is_articulated_input(source):
+            obj = load_articulated(source)
+    return motion_probes(vertices, faces, part_ids, part_names, obj, seed=seed)
