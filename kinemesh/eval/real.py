@@ -59,6 +59,9 @@ class RealEvalConfig:
     samples: int = option(8, "prior samples per object (default 8)", type=number(int, 1, 1000), min=1, max=1000)
     max_vertices: int = option(5000, "vertex budget of an object", type=number(int, 100), min=100)
     max_objects: int | None = option(None, "evaluate at most this many objects", type=number(int, 1), min=1)
+    joints: str = option("predicted", "joints the motion probes follow: predicted from the static shape (what "
+                         "simulate does on a segmented mesh) or given by the URDF (what simulate does on a URDF)",
+                         choices=("predicted", "given"))
     seed: int = option(0)
 
     def __post_init__(self):
@@ -143,10 +146,10 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
     size = float(np.ptp(v, axis=0).max())
     comps = connected_components(len(v), f)
     kind = "articulated" if obj.movable_joints else resolve_kind("auto", v, f, pid)  # as kinemesh simulate
-    # reduced coordinates from motion probes along joints PREDICTED from the static shape (the true joints are
-    # only used to ask for the drags and to score them)
-    probes, joints_from = motion_probes(v, f, pid, wm.part_names, None, seed=cfg.seed) \
-        if kind == "articulated" else (None, "-")
+    # reduced coordinates from motion probes along joints predicted from the static shape (default: the true
+    # joints then only ask for the drags and score them) or given by the URDF (cfg.joints)
+    probes, joints_from = motion_probes(v, f, pid, wm.part_names, obj if cfg.joints == "given" else None,
+                                        seed=cfg.seed) if kind == "articulated" else (None, "-")
     b = bind(v, f, model, kind=kind, part_ids=pid, reduction=ReductionConfig(k_q=8), n_points=cfg.points,
              seed=cfg.seed, probes=probes)
     row = {"object": path.name, "category": obj.category, "kind": b.kind, "vertices": len(v),
