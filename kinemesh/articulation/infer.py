@@ -332,7 +332,7 @@ def panel_hinge(part: Part, parent: Part, attached: list[Part], axis: np.ndarray
        edge is the short side of a long panel (``LONG_SIDE``: a tall cabinet door with its handle on top
        is hinged on a long side); only when ``axis`` lies in the panel's plane.
 
-    Edge lines lie on the panel's face towards the parent."""
+    Edge lines keep the predicted line's depth across the panel."""
     from kinemesh.articulation.candidates import part_box, perpendicular_axes
     from kinemesh.geometry.sampling import sample_surface
 
@@ -359,9 +359,15 @@ def panel_hinge(part: Part, parent: Part, attached: list[Part], axis: np.ndarray
     h = handle_centroid(box.to_box(np.concatenate([pts, *extra])), e, n, outer)
     hc = dict(zip((u, v), h)) if h is not None else {u: 0.0, v: 0.0}
 
-    def edge(k, o, side, why):  # hinge along box axis k on the edge at side (+-1) of axis o, inner face
+    # depth of the hinge across the panel: the predicted line's (synthetic doors turn about their outer face,
+    # real ones mostly about the inner one)
+    o_pred = np.asarray(origin, float)
+    o_pred = o_pred + ((box.center - o_pred) @ a) * a
+    depth = float(np.clip(box.to_box(o_pred[None])[0, n] / (0.5 * e[n]), -1.0, 1.0))
+
+    def edge(k, o, side, why):  # hinge along box axis k on the edge at side (+-1) of axis o
         rel = np.zeros(3)
-        rel[o], rel[n] = side, -outer
+        rel[o], rel[n] = side, depth
         return box.axes[k].copy(), box.relative_point(rel), why
 
     if h is not None:
