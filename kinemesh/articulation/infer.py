@@ -3,7 +3,7 @@
 ``articulate(obj)`` takes an :class:`ArticulatedObject` whose joints are ignored (only its parts are used)
 and returns one :class:`PartPrediction` per part except the root. Steps:
 
-1. root = the part with the largest box volume; parent of every other part = its neighbour towards the
+1. root = the largest grounded part (or a part 10x bigger, a cart body); parent of every other part = its neighbour towards the
    root in the minimum spanning tree of part-to-part surface distances (parts touch their parent: a handle
    touches its door, a door its carcass);
 2. the network predicts type, axis, origin, limits and a confidence per part (batched);
@@ -13,7 +13,10 @@ and returns one :class:`PartPrediction` per part except the root. Steps:
 4. with the validity check, revolute pivots are refined by the rest contact (``_snap_to_contact``): a
    revolute part that touches its parent only in a compact region (pliers blades at their rivet, lamp links,
    knobs) turns about an axis through that region, so a predicted line that misses it is moved (same
-   direction) to pass through the region's centroid when that motion is still valid.
+   direction) to pass through the region's centroid when that motion is still valid;
+5. before that, revolute panels (doors, lids, flaps) whose shape names the hinge edge are moved onto it
+   (``_hinge_panels`` / ``panel_hinge``): the edge along which the panel touches its parent (a flap stored
+   open), else the edge opposite its handle, when that sweep is valid.
 
 The heuristic baseline picks, among the *valid* box candidates, one by a fixed rule (no learning).
 """
@@ -78,7 +81,8 @@ def geometric_parts(obj: ArticulatedObject) -> list[Part]:
 def part_tree(parts: list[Part], n_samples: int = 400, seed: int = 0) -> tuple[str, dict[str, str], np.ndarray]:
     """Root part, parent of every other part, and the pairwise surface distance matrix (m).
 
-    Root = largest box volume. Parents come from the minimum spanning tree of part-to-part distances
+    Root = largest box volume among the parts reaching the object's bottom, or a part ``ROOT_ABOVE_WHEELS`` x
+    bigger than all of them (a cart's body on its wheels). Parents come from the minimum spanning tree of part-to-part distances
     (surface samples, k-d tree), oriented away from the root.
     """
     from scipy.sparse.csgraph import breadth_first_order, minimum_spanning_tree
