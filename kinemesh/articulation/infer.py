@@ -3,8 +3,8 @@
 ``articulate(obj)`` takes an :class:`ArticulatedObject` whose joints are ignored (only its parts are used)
 and returns one :class:`PartPrediction` per part except the root. Steps:
 
-1. root = the largest grounded part (or a part 10x bigger, a cart body); parent of every other part = its neighbour towards the
-   root in the minimum spanning tree of part-to-part surface distances (parts touch their parent: a handle
+1. root = the largest grounded part (or a part 10x bigger, a cart body); parent of every other part = its
+   neighbour towards the root in the minimum spanning tree of part-to-part surface distances (parts touch their parent: a handle
    touches its door, a door its carcass);
 2. the network predicts type, axis, origin, limits and a confidence per part (batched);
 3. optional validity check (``check_validity``): among the network's axis-class / sign alternatives the
