@@ -4,8 +4,8 @@
 and returns one :class:`PartPrediction` per part except the root. Steps:
 
 1. root = the largest grounded part (or a part 10x bigger, a cart body); parent of every other part = its
-   neighbour towards the root in the minimum spanning tree of part-to-part surface distances (parts touch their parent: a handle
-   touches its door, a door its carcass);
+   neighbour towards the root in the minimum spanning tree of part-to-part surface distances (parts touch
+   their parent: a handle touches its door, a door its carcass);
 2. the network predicts type, axis, origin, limits and a confidence per part (batched);
 3. optional validity check (``check_validity``): among the network's axis-class / sign alternatives the
    most probable one whose sweep (in either opening direction) neither collides nor detaches is kept
@@ -82,8 +82,8 @@ def part_tree(parts: list[Part], n_samples: int = 400, seed: int = 0) -> tuple[s
     """Root part, parent of every other part, and the pairwise surface distance matrix (m).
 
     Root = largest box volume among the parts reaching the object's bottom, or a part ``ROOT_ABOVE_WHEELS`` x
-    bigger than all of them (a cart's body on its wheels). Parents come from the minimum spanning tree of part-to-part distances
-    (surface samples, k-d tree), oriented away from the root.
+    bigger than all of them (a cart's body on its wheels). Parents come from the minimum spanning tree of
+    part-to-part distances (surface samples, k-d tree), oriented away from the root.
     """
     from scipy.sparse.csgraph import breadth_first_order, minimum_spanning_tree
     from scipy.spatial import cKDTree
@@ -323,8 +323,8 @@ def handle_centroid(coords: np.ndarray, extents: np.ndarray, n: int, outer: floa
 def panel_hinge(part: Part, parent: Part, attached: list[Part], axis: np.ndarray, origin: np.ndarray,
                 size: float, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray, str]]:
     """Hinge lines of a revolute panel (door, lid, flap: thinnest box side <= ``PANEL_THIN`` x its middle
-    side) from its shape, most plausible first; [] when the shape gives no cue or the part is no panel. ``attached``: parts hanging off it (a handle); ``size``:
-    the object's largest side (m). Each line is (axis (3,), a point (3,) m, reason):
+    side) from its shape, most plausible first; [] when the shape gives no cue or the part is no panel.
+    ``attached``: parts hanging off it (a handle); ``size``: the object's largest side (m). Each line is (axis (3,), a point (3,) m, reason):
 
     1. "contact strip": the rest contact with the parent (:func:`_rest_contact`) is a strip along one edge
        (``STRIP``: a box flap stored open, a laptop lid, a partly open door): the hinge runs along it,
