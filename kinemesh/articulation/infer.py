@@ -324,7 +324,8 @@ def panel_hinge(part: Part, parent: Part, attached: list[Part], axis: np.ndarray
                 size: float, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray, str]]:
     """Hinge lines of a revolute panel (door, lid, flap: thinnest box side <= ``PANEL_THIN`` x its middle
     side) from its shape, most plausible first; [] when the shape gives no cue or the part is no panel.
-    ``attached``: parts hanging off it (a handle); ``size``: the object's largest side (m). Each line is (axis (3,), a point (3,) m, reason):
+    ``attached``: parts hanging off it (a handle); ``size``: the object's largest side (m). Each line is
+    (axis (3,), a point (3,) m, reason):
 
     1. "contact strip": the rest contact with the parent (:func:`_rest_contact`) is a strip along one edge
        (``STRIP``: a box flap stored open, a laptop lid, a partly open door): the hinge runs along it,
