@@ -3,9 +3,9 @@
 ``articulate(obj)`` takes an :class:`ArticulatedObject` whose joints are ignored (only its parts are used)
 and returns one :class:`PartPrediction` per part except the root. Steps:
 
-1. root = the part with the largest box volume; parent of every other part = its neighbour towards the
-   root in the minimum spanning tree of part-to-part surface distances (parts touch their parent: a handle
-   touches its door, a door its carcass);
+1. root = the largest grounded part (or a part 10x bigger, a cart body); parent of every other part = its
+   neighbour towards the root in the minimum spanning tree of part-to-part surface distances (parts touch
+   their parent: a handle touches its door, a door its carcass);
 2. the network predicts type, axis, origin, limits and a confidence per part (batched);
 3. optional validity check (``check_validity``): among the network's axis-class / sign alternatives the
    most probable one whose sweep (in either opening direction) neither collides nor detaches is kept
@@ -13,7 +13,10 @@ and returns one :class:`PartPrediction` per part except the root. Steps:
 4. with the validity check, revolute pivots are refined by the rest contact (``_snap_to_contact``): a
    revolute part that touches its parent only in a compact region (pliers blades at their rivet, lamp links,
    knobs) turns about an axis through that region, so a predicted line that misses it is moved (same
-   direction) to pass through the region's centroid when that motion is still valid.
+   direction) to pass through the region's centroid when that motion is still valid;
+5. before that, revolute panels (doors, lids, flaps) whose shape names the hinge edge are moved onto it
+   (``_hinge_panels`` / ``panel_hinge``): the edge along which the panel touches its parent (a flap stored
+   open), else the edge opposite its handle, when that sweep is valid.
 
 The heuristic baseline picks, among the *valid* box candidates, one by a fixed rule (no learning).
 """
@@ -31,6 +34,11 @@ CLASSES = ("fixed", "revolute", "prismatic")
 ORIGIN_CELLS = 3  # decoding: origin cells per axis class tried by the validity check
 CONTACT_TOL = 0.02  # pivot snap: contact = part samples within (closest approach + this x object size) of the parent
 CONTACT_COMPACT = 0.5  # pivot snap: contact counts as compact when its extent across the axis is <= this x the part's
+ROOT_ABOVE_WHEELS = 10.0  # part tree: a part this many times the box volume of every grounded part is the root
+PANEL_THIN = 0.35  # panel hinge: a part is a panel when its thinnest box side is <= this x its middle side
+STRIP = (0.7, 0.3, 0.6)  # panel hinge: contact strip = extent along an edge >= [0], across <= [1], centroid >= [2]
+HANDLE = (0.04, 0.6, 0.25)  # panel hinge: protrusion >= [0] x panel width; handle centroid >= [1], lead >= [2]
+LONG_SIDE = 0.6  # panel hinge: a hinge edge is at least this x the panel's other in-plane side
 
 
 @dataclass
@@ -73,8 +81,9 @@ def geometric_parts(obj: ArticulatedObject) -> list[Part]:
 def part_tree(parts: list[Part], n_samples: int = 400, seed: int = 0) -> tuple[str, dict[str, str], np.ndarray]:
     """Root part, parent of every other part, and the pairwise surface distance matrix (m).
 
-    Root = largest box volume. Parents come from the minimum spanning tree of part-to-part distances
-    (surface samples, k-d tree), oriented away from the root.
+    Root = largest box volume among the parts reaching the object's bottom, or a part ``ROOT_ABOVE_WHEELS`` x
+    bigger than all of them (a cart's body on its wheels). Parents come from the minimum spanning tree of
+    part-to-part distances (surface samples, k-d tree), oriented away from the root.
     """
     from scipy.sparse.csgraph import breadth_first_order, minimum_spanning_tree
     from scipy.spatial import cKDTree
@@ -88,8 +97,10 @@ def part_tree(parts: list[Part], n_samples: int = 400, seed: int = 0) -> tuple[s
     allv = np.concatenate([p.vertices for p in parts])
     size = float(np.max(np.ptp(allv, axis=0)))
     z0 = allv[:, 2].min()
-    # the root stands on the ground: largest part among those reaching the object's bottom (2% of its size)
+    # the root stands on the ground: largest part among those reaching the object's bottom (2% of its size),
+    # or a part ROOT_ABOVE_WHEELS x bigger than all of them (a cart's or table's body carried by its wheels)
     grounded = np.array([p.vertices[:, 2].min() <= z0 + 0.02 * size for p in parts])
+    grounded |= vols >= ROOT_ABOVE_WHEELS * vols[grounded].max()
     root = int(np.argmax(np.where(grounded, vols, -1.0)))
     pts = []
     for p in parts:
@@ -177,6 +188,7 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
     if check_validity:
         grid = _choose_valid(parts, root, parents, preds)
         if grid is not None:
+            _hinge_panels(parts, parents, preds, grid, seed=seed)
             _snap_to_contact(parts, parents, preds, grid, seed=seed)
     for pr in preds.values():
         pr.info.pop("alternatives", None)
@@ -239,6 +251,22 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
     return grid
 
 
+def _rest_contact(part: Part, parent: Part, size: float, seed: int = 0, tol: float = CONTACT_TOL):
+    """Surface samples of ``part`` (1500, 3) and ``parent`` (3000, 3) and the part's samples in rest contact
+    with the parent: within the parts' closest approach + ``tol`` x ``size`` of a parent sample. Also returns
+    that tolerance ``eps`` (m)."""
+    from scipy.spatial import cKDTree
+
+    from kinemesh.geometry.sampling import sample_surface
+
+    rng = np.random.default_rng(seed)
+    pts = sample_surface(part.vertices, part.faces, 1500, seed=rng)[0]
+    ref = sample_surface(parent.vertices, parent.faces, 3000, seed=rng)[0]
+    d = cKDTree(ref).query(pts, k=1)[0]  # each part sample's distance to the parent's surface samples
+    eps = float(d.min()) + tol * size
+    return pts, ref, pts[d <= eps], eps
+
+
 def contact_pivot(part: Part, parent: Part, axis: np.ndarray, origin: np.ndarray, size: float, seed: int = 0,
                   compact: float = CONTACT_COMPACT, tol: float = CONTACT_TOL) -> np.ndarray | None:
     """A point for the revolute axis line (``axis``, ``origin``) of ``part`` on ``parent`` from their rest
@@ -252,22 +280,13 @@ def contact_pivot(part: Part, parent: Part, axis: np.ndarray, origin: np.ndarray
     door's rim or a lid resting on its body), the part turns about an axis through that region, and the point of least motion of the contact
     under a turn is its centroid. Returns that centroid (moved along the axis to the foot of ``origin``);
     None otherwise."""
-    from scipy.spatial import cKDTree
-
-    from kinemesh.geometry.sampling import sample_surface
-
     a = np.asarray(axis, float)
     a = a / np.linalg.norm(a)
     o = np.asarray(origin, float)
-    rng = np.random.default_rng(seed)
-    pts = sample_surface(part.vertices, part.faces, 1500, seed=rng)[0]
-    ref = sample_surface(parent.vertices, parent.faces, 3000, seed=rng)[0]
-    d = cKDTree(ref).query(pts, k=1)[0]  # each part sample's distance to the parent's surface samples
-    eps = float(d.min()) + tol * size
+    pts, ref, C, eps = _rest_contact(part, parent, size, seed, tol)
     P = np.eye(3) - np.outer(a, a)
     if float(np.linalg.norm((ref - o) @ P, axis=1).min()) <= eps:
         return None  # the line passes through (or along) the parent
-    C = pts[d <= eps]
     if len(C) < 8:
         return None
     ext_part = float(np.ptp(pts @ P, axis=0).max())
@@ -276,6 +295,127 @@ def contact_pivot(part: Part, parent: Part, axis: np.ndarray, origin: np.ndarray
         return None
     c = C.mean(0)
     return c + a * float((o - c) @ a)
+
+
+def handle_centroid(coords: np.ndarray, extents: np.ndarray, n: int, outer: float, grid: int = 8):
+    """Where a panel's handle sits: ``coords`` (m, 3) surface samples of the panel and what is attached to it
+    in its box frame (metres from the box centre), ``extents`` (3,) its box sides, ``n`` its thin axis,
+    ``outer`` (+1 / -1) the side of axis ``n`` facing away from its parent. Height map of the outer surface
+    on a ``grid`` x ``grid`` raster of the panel's plane; cells rising more than ``HANDLE[0]`` x the panel's
+    smaller in-plane side above the median cell are the handle (fewer than 40 % of the cells). Returns its
+    protrusion-weighted centroid (2,) in half-side units (-1 .. 1) along the two in-plane box axes (in
+    increasing order), or None when nothing protrudes."""
+    u, v = (k for k in range(3) if k != n)
+    cells = [np.clip(((coords[:, k] / extents[k] + 0.5) * grid).astype(int), 0, grid - 1) for k in (u, v)]
+    flat = cells[0] * grid + cells[1]
+    height = np.full(grid * grid, -np.inf)
+    np.maximum.at(height, flat, outer * coords[:, n])
+    filled = np.isfinite(height)
+    rise = np.where(filled, height - np.median(height[filled]), 0.0)
+    sel = rise > HANDLE[0] * min(extents[u], extents[v])
+    if not sel.any() or sel.mean() >= 0.4:
+        return None
+    centre = (np.arange(grid) + 0.5) / grid * 2 - 1
+    w = rise[sel] / rise[sel].sum()
+    return np.array([centre[np.flatnonzero(sel) // grid] @ w, centre[np.flatnonzero(sel) % grid] @ w])
+
+
+def panel_hinge(part: Part, parent: Part, attached: list[Part], axis: np.ndarray, origin: np.ndarray,
+                size: float, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray, str]]:
+    """Hinge lines of a revolute panel (door, lid, flap: thinnest box side <= ``PANEL_THIN`` x its middle
+    side) from its shape, most plausible first; [] when the shape gives no cue or the part is no panel.
+    ``attached``: parts hanging off it (a handle); ``size``: the object's largest side (m). Each line is
+    (axis (3,), a point (3,) m, reason):
+
+    1. "contact strip": the rest contact with the parent (:func:`_rest_contact`) is a strip along one edge
+       (``STRIP``: a box flap stored open, a laptop lid, a partly open door): the hinge runs along it,
+       through the strip's centroid; when ``axis`` is the panel's normal (a blade or knob turning in its
+       plane about a pivot at one end), only a strip along the panel's long side counts;
+    2. "handle": a protrusion (:func:`handle_centroid`, the part's own and ``attached`` geometry) clearly
+       nearer one edge (``HANDLE``): the hinge is the opposite edge (a dishwasher door with its handle on
+       top turns about its bottom edge, a cabinet door about the side away from its handle), unless that
+       edge is the short side of a long panel (``LONG_SIDE``: a tall cabinet door with its handle on top
+       is hinged on a long side); only when ``axis`` lies in the panel's plane.
+
+    Edge lines keep the predicted line's depth across the panel."""
+    from kinemesh.articulation.candidates import part_box, perpendicular_axes
+    from kinemesh.geometry.sampling import sample_surface
+
+    box = part_box(part.vertices, part.name)
+    e = box.extents
+    n = int(np.argmin(e))
+    a = np.asarray(axis, float) / np.linalg.norm(axis)
+    if e[n] > PANEL_THIN * float(np.median(e)):
+        return []
+    in_plane = abs(a @ box.axes[n]) <= 0.5
+    u, v = perpendicular_axes(n)
+    pts, ref, C, _ = _rest_contact(part, parent, size, seed)
+    if len(C) >= 8:
+        Cb = box.to_box(C)
+        for k, o in ((u, v), (v, u)):
+            if (np.ptp(Cb[:, k]) >= STRIP[0] * e[k] and np.ptp(Cb[:, o]) <= STRIP[1] * e[o]
+                    and abs(Cb[:, o].mean()) >= STRIP[2] * 0.5 * e[o] and (in_plane or e[k] >= e[o])):
+                return [(box.axes[k].copy(), C.mean(0), "contact strip")]
+    if not in_plane:
+        return []
+    outer = 1.0 if (box.center - ref.mean(0)) @ box.axes[n] >= 0 else -1.0
+    rng = np.random.default_rng(seed + 1)
+    extra = [sample_surface(p.vertices, p.faces, 300, seed=rng)[0] for p in attached if len(p.faces)]
+    h = handle_centroid(box.to_box(np.concatenate([pts, *extra])), e, n, outer)
+    hc = dict(zip((u, v), h)) if h is not None else {u: 0.0, v: 0.0}
+
+    # depth of the hinge across the panel: the predicted line's (synthetic doors turn about their outer face,
+    # real ones mostly about the inner one)
+    o_pred = np.asarray(origin, float)
+    o_pred = o_pred + ((box.center - o_pred) @ a) * a
+    depth = float(np.clip(box.to_box(o_pred[None])[0, n] / (0.5 * e[n]), -1.0, 1.0))
+
+    def edge(k, o, side, why):  # hinge along box axis k on the edge at side (+-1) of axis o
+        rel = np.zeros(3)
+        rel[o], rel[n] = side, depth
+        return box.axes[k].copy(), box.relative_point(rel), why
+
+    if h is not None:
+        o = u if abs(hc[u]) >= abs(hc[v]) else v
+        k = v if o == u else u
+        if abs(hc[o]) >= HANDLE[1] and abs(hc[o]) - abs(hc[k]) >= HANDLE[2] and e[k] >= LONG_SIDE * e[o]:
+            return [edge(k, o, -np.sign(hc[o]), "handle")]
+    return []
+
+
+def _hinge_panels(parts, parents, preds, grid, seed: int = 0) -> None:
+    """Decoding refinement: each predicted revolute panel whose shape names its hinge edge
+    (:func:`panel_hinge`) gets the first of those lines whose sweep (either opening direction, reach of the
+    predicted limits up to 90 deg) passes the validity check of ``_choose_valid``; limits keep their span
+    and open in the valid direction. Lines within 10 deg and 0.05 x the object's size of the prediction
+    leave it as it is."""
+    from kinemesh.articulation.candidates import Candidate
+    from kinemesh.geometry.metrics import axis_angle_error_deg, axis_line_distance
+    from kinemesh.geometry.validity import check_candidates, subtree
+
+    by = {p.name: p for p in parts}
+    for pr in preds.values():
+        if pr.type != "revolute" or pr.parent not in by:
+            continue
+        moving = subtree(parents, pr.name)
+        lines = panel_hinge(by[pr.name], by[pr.parent], [by[c] for c in moving if c != pr.name], pr.axis,
+                            pr.origin, grid.size, seed=seed)
+        lo, hi = pr.limits or (0.0, 0.5 * np.pi)
+        span = max(abs(lo), abs(hi))
+        reach = float(min(span, 0.5 * np.pi))
+        for axis, point, why in lines:
+            if (axis_angle_error_deg(axis, pr.axis) < 10.0
+                    and axis_line_distance(point, axis, pr.origin, pr.axis) < 0.05 * grid.size):
+                break
+            sweeps = [Candidate("revolute", axis, point, (0.0, s * reach), 0, 1) for s in (1.0, -1.0)]
+            check_candidates(grid, moving, sweeps)
+            pr.info.setdefault("panel_hinge", []).append({"reason": why, "axis": axis.tolist(),
+                                                          "origin": point.tolist(), "valid": [c.valid for c in sweeps]})
+            if any(c.valid for c in sweeps):
+                pr.axis, pr.origin = axis, point
+                pr.limits = (0.0, span) if sweeps[0].valid else (-span, 0.0)
+                pr.info["moved_to_panel_edge"] = why
+                break
 
 
 def _snap_to_contact(parts, parents, preds, grid, seed: int = 0) -> None:

@@ -1,0 +1,136 @@
+"""Hinge edge of revolute panels from their shape (``kinemesh.articulation.infer.panel_hinge`` /
+``_hinge_panels``) and the part-tree root of objects on wheels (``part_tree``). Tiny meshes built here: a
+cabinet whose front flap has its handle on top (hinged along the bottom edge), a door with its handle on a
+side, a box flap stored open (hinged along the edge touching the box), a knife blade (no in-plane hinge)."""
+
+from __future__ import annotations
+
+import numpy as np
+import trimesh
+
+from kinemesh.articulation.infer import (
+    PartPrediction, _hinge_panels, _with_tree, handle_centroid, panel_hinge, part_tree,
+)
+from kinemesh.data.articulated import Part
+from kinemesh.geometry.metrics import axis_angle_error_deg, axis_line_distance
+
+
+def _part(name, *boxes) -> Part:
+    """A part made of axis-aligned boxes given as (lo, hi) corner pairs (m)."""
+    m = trimesh.util.concatenate([trimesh.creation.box(bounds=np.array([lo, hi], float)) for lo, hi in boxes])
+    return Part(name, np.asarray(m.vertices), np.asarray(m.faces))
+
+
+def _carcass() -> Part:
+    """An open-front cabinet body (fronts face -X like PartNet-Mobility objects): x 0..0.5, y +-0.4, z 0..0.8."""
+    t = 0.02
+    return _part("body", ([0, -0.4, 0], [0.5, 0.4, t]), ([0, -0.4, 0.8 - t], [0.5, 0.4, 0.8]),
+                 ([0, -0.4, 0], [0.5, -0.4 + t, 0.8]), ([0, 0.4 - t, 0], [0.5, 0.4, 0.8]),
+                 ([0.5 - t, -0.4, 0], [0.5, 0.4, 0.8]))
+
+
+def _door(handle_lo, handle_hi, y=(-0.4, 0.4)) -> Part:
+    """A 2 cm door closing the cabinet's front with a handle bar (lo, hi corners) merged into its mesh."""
+    return _part("door", ([-0.02, y[0], 0.0], [0.0, y[1], 0.8]), (handle_lo, handle_hi))
+
+
+def test_handle_on_top_gives_bottom_hinge():
+    body = _carcass()
+    door = _door([-0.06, -0.2, 0.72], [-0.02, 0.2, 0.75])  # bar along the top edge: a drop-down flap
+    wrong_axis = np.array([0.0, 0.0, 1.0])  # read as a side-hinged door (the real-object failure)
+    lines = panel_hinge(door, body, [], wrong_axis, np.array([0.0, 0.4, 0.4]), 0.8)
+    assert len(lines) == 1 and lines[0][2] == "handle"
+    axis, point, _ = lines[0]
+    assert axis_angle_error_deg(axis, [0, 1, 0]) < 1.0  # horizontal, along the flap's width
+    assert abs(point[2] - 0.0) < 1e-6  # on the bottom edge, away from the handle
+    # the predicted line's depth across the panel is kept (here the door's inner face, x = 0)
+    assert abs(point[0] - 0.0) < 1e-6
+
+
+def test_handle_on_side_and_as_attached_part():
+    body = _carcass()
+    door = _part("door", ([-0.02, -0.4, 0.0], [0.0, 0.4, 0.8]))
+    handle = _part("handle", ([-0.06, -0.37, 0.3], [-0.02, -0.34, 0.5]))  # vertical bar near the -y edge
+    from kinemesh.geometry.sampling import sample_surface
+
+    plain = sample_surface(door.vertices, door.faces, 2000, seed=0)[0] - [-0.01, 0.0, 0.4]  # box frame
+    assert handle_centroid(plain, np.array([0.02, 0.8, 0.8]), 0, -1.0) is None
+    knob = sample_surface(handle.vertices, handle.faces, 300, seed=0)[0] - [-0.01, 0.0, 0.4]
+    h = handle_centroid(np.concatenate([plain, knob]), np.array([0.02, 0.8, 0.8]), 0, -1.0)
+    assert h is not None and h[0] < -0.8 and abs(h[1]) < 0.2  # near the -y edge, mid-height
+    lines = panel_hinge(door, body, [handle], np.array([0.0, 1.0, 0.0]), np.array([-0.01, 0.0, 0.0]), 0.8)
+    assert len(lines) == 1 and lines[0][2] == "handle"
+    axis, point, _ = lines[0]
+    assert axis_angle_error_deg(axis, [0, 0, 1]) < 1.0 and abs(point[1] - 0.4) < 1e-6  # the far side edge
+    # without the handle the plain door gives no cue (its contact with the body is the whole rim)
+    assert panel_hinge(door, body, [], np.array([0.0, 1.0, 0.0]), np.array([-0.01, 0.0, 0.0]), 0.8) == []
+
+
+def test_tall_narrow_door_not_hinged_on_its_short_side():
+    body = _carcass()
+    # a 20 cm wide, 80 cm tall door with its knob on top: hinged on a long side in practice, so no cue
+    door = _door([-0.05, -0.02, 0.72], [-0.02, 0.02, 0.76], y=(-0.1, 0.1))
+    assert panel_hinge(door, body, [], np.array([0.0, 0.0, 1.0]), np.array([-0.01, 0.1, 0.4]), 0.8) == []
+
+
+def _open_box():
+    """An open-top box (x +-0.3, y +-0.2, z 0..0.3, 1 cm walls) and a zero-thickness flap hinged on its
+    +y top edge, stored 45 degrees open (two triangles)."""
+    t = 0.01
+    body = _part("body", ([-0.3, -0.2, 0], [0.3, 0.2, t]), ([-0.3, -0.2, 0], [-0.3 + t, 0.2, 0.3]),
+                 ([0.3 - t, -0.2, 0], [0.3, 0.2, 0.3]), ([-0.3, -0.2, 0], [0.3, -0.2 + t, 0.3]),
+                 ([-0.3, 0.2 - t, 0], [0.3, 0.2, 0.3]))
+    r = 0.2 / np.sqrt(2)
+    v = np.array([[-0.3, 0.2, 0.3], [0.3, 0.2, 0.3], [0.3, 0.2 + r, 0.3 + r], [-0.3, 0.2 + r, 0.3 + r]])
+    flap = Part("flap", v, np.array([[0, 1, 2], [0, 2, 3]]))
+    return body, flap
+
+
+def test_open_flap_hinged_on_contact_edge():
+    body, flap = _open_box()
+    normal = np.array([0.0, -1.0, 1.0]) / np.sqrt(2)  # the real failure: the flap read as turning in its plane
+    centre = flap.vertices.mean(0)
+    lines = panel_hinge(flap, body, [], normal, centre, 0.6)
+    assert len(lines) == 1 and lines[0][2] == "contact strip"
+    axis, point, _ = lines[0]
+    assert axis_angle_error_deg(axis, [1, 0, 0]) < 1.0
+    assert axis_line_distance(point, axis, [0, 0.2, 0.3], [1, 0, 0]) < 0.02
+
+    # end to end: the decoding refinement moves the prediction onto that edge (the sweep is valid)
+    from kinemesh.geometry.validity import OccupancyGrid, ValidityConfig
+
+    parts, parents = [body, flap], {"flap": "body"}
+    grid = OccupancyGrid(_with_tree(parts, "body", parents),
+                         ValidityConfig(n_points=400, steps=6, swept=True, collision_fraction=0.02))
+    pr = PartPrediction("flap", "revolute", normal, centre, (0.0, 1.5), "body", 0.9)
+    _hinge_panels(parts, parents, {"flap": pr}, grid)
+    assert pr.info.get("moved_to_panel_edge") == "contact strip"
+    assert axis_angle_error_deg(pr.axis, [1, 0, 0]) < 1.0
+    assert axis_line_distance(pr.origin, pr.axis, [0, 0.2, 0.3], [1, 0, 0]) < 0.02
+    assert pr.limits in ((0.0, 1.5), (-1.5, 0.0))
+    # a prediction already on that line is left as it is
+    pr2 = PartPrediction("flap", "revolute", np.array([1.0, 0, 0]), np.array([0, 0.2, 0.3]), (0.0, 1.5), "body", 0.9)
+    _hinge_panels(parts, parents, {"flap": pr2}, grid)
+    assert "moved_to_panel_edge" not in pr2.info and np.allclose(pr2.origin, [0, 0.2, 0.3])
+
+
+def test_blade_turning_in_its_plane_kept():
+    # a folding knife: a flat blade touching its handle along the blade's short end; it turns about its
+    # normal, so a strip across the short side is no hinge cue
+    handle = _part("handle", ([-0.3, -0.03, -0.01], [0.0, 0.03, 0.01]))
+    blade = _part("blade", ([0.0, -0.03, -0.0025], [0.4, 0.03, 0.0025]))
+    assert panel_hinge(blade, handle, [], np.array([0.0, 0.0, 1.0]), np.array([0.01, 0.0, 0.0]), 0.7) == []
+
+
+def test_root_of_a_cart_is_its_body():
+    # a trolley: the body rides 10 cm above the ground on four wheels; only the wheels reach the ground
+    body = _part("body", ([-0.4, -0.25, 0.1], [0.4, 0.25, 0.6]))
+    wheels = [_part(f"wheel_{i}", ([x - 0.05, y - 0.02, 0.0], [x + 0.05, y + 0.02, 0.1]))
+              for i, (x, y) in enumerate([(-0.3, -0.2), (-0.3, 0.2), (0.3, -0.2), (0.3, 0.2)])]
+    root, parents, _ = part_tree([wheels[0], body, *wheels[1:]])
+    assert root == "body"
+    assert all(parents[w.name] == "body" for w in wheels)
+    # a lamp-like object keeps its grounded base as the root when the part above is not 10x bigger
+    base = _part("base", ([-0.1, -0.1, 0.0], [0.1, 0.1, 0.05]))
+    shade = _part("shade", ([-0.15, -0.15, 0.05], [0.15, 0.15, 0.25]))
+    assert part_tree([shade, base])[0] == "base"
