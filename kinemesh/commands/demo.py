@@ -19,6 +19,7 @@ EXAMPLES = ("cabinet", "toy", "cloth")
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "assets" / "examples"
 INPUTS = {"cabinet": "cabinet", "toy": "soft_toy.obj", "cloth": "cloth.obj"}  # in EXAMPLES_DIR
 DOOR_DRAG_DEG = 80.0  # the cabinet's door is dragged to a target this far around its hinge, then let go
+DOOR_PUSH = 1.0  # m/s of its free edge towards closing when let go
 EDGE_BAND = 0.02  # the cloth's pinned / free edge: vertices within 2% of its extent from the x-min / x-max side
 # what each example should show (issue 17): door opening, toy strain at its peak, cloth free edge drop / length
 TARGETS = {"cabinet": 60.0, "toy": 0.05, "cloth": 0.5}
@@ -77,9 +78,13 @@ def _spec(name: str, wm, obj, frames: int, fps: float):
         rel = v[sel] - o
         vid = int(np.flatnonzero(sel)[np.argmax(np.linalg.norm(rel - np.outer(rel @ a, a), axis=1))])
         M = j.motion(np.radians(DOOR_DRAG_DEG))
-        return SimulationSpec(kind="articulated", frames=frames, fps=fps, drag_vertex=vid,
-                              drag_to=tuple(M[:3, :3] @ v[vid] + M[:3, 3]), lead_in=0.5), \
-            f"{j.child} dragged {DOOR_DRAG_DEG:g} deg around its hinge by vertex {vid}, let go"
+        to = M[:3, :3] @ v[vid] + M[:3, 3]
+        push = -np.cross(a, to - o)  # let go with a push towards closing: it swings shut onto its frame
+        push *= DOOR_PUSH / max(float(np.linalg.norm(push)), 1e-12)
+        return SimulationSpec(kind="articulated", frames=frames, fps=fps, drag_vertex=vid, drag_to=tuple(to),
+                              lead_in=0.5, velocity=tuple(push), velocity_vertices=(vid,)), \
+            f"{j.child} dragged {DOOR_DRAG_DEG:g} deg around its hinge by vertex {vid}, let go with a " \
+            f"{DOOR_PUSH:g} m/s push towards closing"
     if name == "toy":
         vid = int(np.argmax(v[:, 2]))
         # poked down on its top, without rigid-body coordinates (held as a whole, not by a floor contact that

@@ -20,6 +20,9 @@ from kinemesh.dynamics.system import Handles, System
 from kinemesh.errors import ConfigError
 
 log = logging.getLogger(__name__)
+BARRIER_WEIGHT = 100.0
+"""Weight of the squared excess beyond the barrier radius (std) in ``solve_positions``, per size^2: 0.1 std
+beyond it costs as much as missing the target by the object's size (plausible states first)."""
 
 
 @dataclass
@@ -39,11 +42,14 @@ def _size(system: System) -> float:
 
 
 def solve_positions(system: System, handles: Handles, targets, q_init=None, n_starts: int = 3,
-                    iters: int = 40, reg: float = 1e-4, seed: int = 0) -> tuple[torch.Tensor, float]:
+                    iters: int = 40, reg: float = 1e-4, seed: int = 0,
+                    least_motion: float = 0.0) -> tuple[torch.Tensor, float]:
     """q (k,) whose handles best reach ``targets`` (h, 3) metres, and the RMS residual (m).
 
     Levenberg-Marquardt on r(q) = x_h(q) - targets plus sqrt(reg) * size * (q - q_rest) and the soft barrier
-    (plausible states only). Starts: ``q_init`` (default q_rest) and ``n_starts - 1`` prior samples.
+    (plausible states only). ``least_motion`` > 0 adds sqrt(least_motion * m_p / M) (x_p(q) - x_p(q_rest)) for
+    every point p: of the states that reach the target, the one moving the least mass (a dragged door opens,
+    its neighbour stays). Starts: ``q_init`` (default q_rest) and ``n_starts - 1`` prior samples.
     """
     targets = torch.as_tensor(np.asarray(targets, dtype=np.float64)).reshape(-1, 3)
     if targets.shape[0] != len(handles):
@@ -60,16 +66,24 @@ def solve_positions(system: System, handles: Handles, targets, q_init=None, n_st
     for _ in range(max(0, n_starts - 1)):
         starts.append(mu + torch.randn(k, generator=gen, dtype=torch.float64))
     r_b = system.barrier_radius
+    w_b = BARRIER_WEIGHT * size * size
+
+    if least_motion > 0:
+        x_rest = kinematics(system, system.q_rest).x.detach()
+        w_m = torch.sqrt(least_motion * system.point_mass / system.point_mass.sum())[:, None]  # (P, 1)
 
     def cost_terms(q, kin):
         r = (handles.positions(kin.x, rp) - targets).reshape(-1)
         Jh = handles.jacobian(kin.J).reshape(k, -1).T  # (3h, k)
+        if least_motion > 0:
+            r = torch.cat([r, (w_m * (kin.x - x_rest)).reshape(-1)])
+            Jh = torch.cat([Jh, (w_m[None] * kin.J).reshape(k, -1).T])
         excess = ((q - mu).abs() - r_b).clamp_min(0.0)
         return r, Jh, excess
 
     def cost(q, kin):
         r, _, excess = cost_terms(q, kin)
-        return float(r @ r + lam_reg * ((q - system.q_rest) ** 2).sum() + size * size * (excess ** 2).sum())
+        return float(r @ r + lam_reg * ((q - system.q_rest) ** 2).sum() + w_b * (excess ** 2).sum())
 
     best_q, best_c = None, np.inf
     for q in starts:
@@ -78,7 +92,7 @@ def solve_positions(system: System, handles: Handles, targets, q_init=None, n_st
         damping = 1e-3
         for _ in range(iters):
             r, Jh, excess = cost_terms(q, kin)
-            wb = size * size * (excess > 0).double()
+            wb = w_b * (excess > 0).double()
             A = Jh.T @ Jh + lam_reg * torch.eye(k, dtype=torch.float64) + torch.diag(wb)
             g = Jh.T @ r + lam_reg * (q - system.q_rest) + wb * excess * torch.sign(q - mu)
             improved = False

@@ -25,7 +25,8 @@ from kinemesh.dynamics.boundary import impulse_velocity, solve_positions, solve_
 from kinemesh.dynamics.eom import kinematics, mass_matrix
 from kinemesh.dynamics.integrators import INTEGRATORS, Rollout, integrate
 from kinemesh.dynamics.floating import BaseFrameDecoder, FloatingDecoder, base_anchor_points
-from kinemesh.dynamics.system import Floor, PointForce, Spring, State, System, Wind, make_handles, part_contacts
+from kinemesh.dynamics.system import (Floor, PartContacts, PointForce, Spring, State, System, Wind, make_handles,
+                                      part_contacts)
 from kinemesh.errors import ConfigError
 from kinemesh.geometry.kind import resolve_kind
 
@@ -124,6 +125,12 @@ class SimulationSpec:
     seed: int = 0
 
 
+LEAST_MOTION = 0.3
+"""Drags solve for the state that reaches the target while moving the least mass (``solve_positions``'
+``least_motion``): on the demo cabinet dragging one door 80 deg turned its neighbour by 51 deg without it and
+5 deg with it (fine-tuned checkpoint; the dragged door 91.5 -> 92.9 deg)."""
+
+
 @contextlib.contextmanager
 def torch_threads(n: int = 1):
     """Run the block with ``n`` torch threads (restored afterwards).
@@ -185,8 +192,17 @@ def mean_generalized_mass(system: System, q=None) -> float:
 def rest_state(system: System, n_handles: int = 128, seed: int = 0) -> tuple[torch.Tensor, float]:
     """q (k,) whose decoded shape best matches the rest mesh, and the RMS vertex residual (m).
 
-    The prior mean is a typical state, not necessarily the undeformed one, so the rest state is solved for.
+    The prior mean is a typical state, not necessarily the undeformed one, so the rest state is solved for; in
+    a motion-probe basis (``kinemesh.reduce.active_subspace.fit_probes``) the origin q = 0 is the encoder's
+    posterior of the rest pose itself and is kept (solving would push q out along the probes' weakest
+    directions to fit details of the rest shape; the rest offset keeps those instead).
     """
+    sub = getattr(system.decoder, "subspace", None)
+    if getattr(sub, "method", None) == "probes" and system.dim == sub.k:
+        q = torch.zeros(system.dim, dtype=torch.float64)
+        kin = kinematics(system, q)
+        r = kin.x - system.decoder.rest_points.detach().to(kin.x)
+        return q, float(torch.sqrt((r * r).sum(-1).mean()))
     n = int(system.decoder.rest_vertices.shape[0])
     rng = np.random.default_rng(seed)
     ids = np.sort(rng.choice(n, size=min(n, n_handles), replace=False))
@@ -284,7 +300,7 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
     # the barrier (cubic) balances 4x the gravity force or a 3 Hz spring at 0.5 std inside it
     system.barrier_stiffness = max(4.0 * g_force, (2 * math.pi * 3.0) ** 2 * mbar * 0.5) / 0.25
     if kind == "articulated" and spec.part_stops:
-        stops = part_contacts(decoder, faces, vertices)
+        stops = part_contacts(decoder, faces, vertices, base=base)
         if stops is not None:
             system.forces.append(stops)
     if spec.pins:
@@ -315,6 +331,15 @@ def stiffen_barrier(system: System, state: State, depth: float = 0.5) -> None:
     system.barrier_stiffness = max(system.barrier_stiffness, need)
 
 
+def relax_stops(system: System, q) -> None:
+    """Start the part stops (``PartContacts.relax``) at state q (k,): the released pose."""
+    stops = [f for f in system.forces if isinstance(f, PartContacts)]
+    if stops:
+        x = kinematics(system, torch.as_tensor(q, dtype=torch.float64)).x
+        for f in stops:
+            f.relax(x)
+
+
 def initial_conditions(system: System, spec: SimulationSpec, info: dict | None = None) -> tuple[State, np.ndarray]:
     """(initial State, lead-in q (L, k)) from the action in ``spec`` (boundary conditions, Sec. 5.3).
 
@@ -337,7 +362,8 @@ def initial_conditions(system: System, spec: SimulationSpec, info: dict | None =
             raise ConfigError(f"zero-length drag: the target of vertex {spec.drag_vertex} is its rest position "
                               f"{tuple(np.round(h.rest[0].numpy(), 6))}")
         now = h.positions(kinematics(system, q0).x, rp)
-        q0, rms = solve_positions(system, h, target, q_init=system.q_rest, seed=spec.seed)
+        q0, rms = solve_positions(system, h, target, q_init=system.q_rest, seed=spec.seed,
+                                  least_motion=LEAST_MOTION)
         info["drag_residual_m"] = rms
         reached = h.positions(kinematics(system, q0).x, rp)
         moved = float(torch.linalg.norm(reached - now))
@@ -449,6 +475,7 @@ def simulate_mesh(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simula
         t0 = time.perf_counter()
         system, info = build_system(decoder, vertices, faces, spec, derivatives=derivatives)
         state0, lead = initial_conditions(system, spec, info)
+        relax_stops(system, state0.q)
         stiffen_barrier(system, state0)
         lead = lead[: max(0, spec.frames - 1)]
         n_dyn = spec.frames - len(lead)

@@ -12,7 +12,8 @@ import torch
 
 from kinemesh.dynamics.boundary import solve_positions
 from kinemesh.dynamics.integrators import integrate
-from kinemesh.dynamics.scene import SimulationSpec, build_system, rest_offset, torch_threads
+from kinemesh.dynamics.scene import (LEAST_MOTION, SimulationSpec, build_system, relax_stops, rest_offset,
+                                     torch_threads)
 from kinemesh.dynamics.system import State, make_handles
 
 
@@ -51,7 +52,7 @@ class Session:
             self._handles = {vertex: make_handles(self.decoder, [vertex])}
         goal = np.asarray(target, np.float64).reshape(3) - self.rest_offset[vertex]  # the solver sees decoded points
         q, rms = solve_positions(self.system, self._handles[vertex], goal[None], q_init=torch.as_tensor(q),
-                                 n_starts=1, iters=iters)
+                                 n_starts=1, iters=iters, least_motion=LEAST_MOTION)
         return q.detach().cpu().numpy().astype(np.float64), float(rms)
 
     def rollout(self, q0, qd0, n_frames: int, fps: float, substeps: int = 2, integrator: str = "midpoint",
@@ -60,6 +61,7 @@ class Session:
         yields (q (m, k) float64 of the new frames, step warnings). A step the stability guard had to reduce is
         kept for the following chunks. Raises SimulationDivergedError as :func:`~kinemesh.dynamics.integrate`."""
         state = State(torch.as_tensor(q0, dtype=torch.float64), torch.as_tensor(qd0, dtype=torch.float64))
+        relax_stops(self.system, state.q)  # a part released where the model leaves it penetrating is not shot out
         done = 1
         while done < n_frames:
             m = min(chunk, n_frames - done)

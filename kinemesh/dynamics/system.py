@@ -213,6 +213,15 @@ class Floor:
         """k (N/m per kg)."""
         return 9.81 / self.depth
 
+    def relax(self, x: torch.Tensor) -> None:
+        """Let the pairs start at points x (P, 3) (the released state): a pair that already penetrates there
+        (the model cannot turn a part exactly about its hinge) is stopped from going deeper, not pushed out, so
+        the stops add no energy at release."""
+        if not hasattr(self, "_gap_rest"):
+            self._gap_rest = self.gap0.clone()
+        g = ((x[self.i] - x[self.j]) * self.normals).sum(-1).detach().to(self.gap0)
+        self.gap0 = torch.minimum(self._gap_rest, g + self.slack)
+
     def contact_forces(self, x: torch.Tensor, xd: torch.Tensor | None, point_mass: torch.Tensor) -> torch.Tensor:
         """(P, 3) forces on points at positions x (P, 3) with velocities xd (P, 3) (None = at rest)."""
         pen = (self.height - x[:, 2]).clamp_min(0.0)
@@ -294,6 +303,15 @@ class PartContacts:
         g = ((x[self.i] - x[self.j]) * self.normals).sum(-1)
         return (self.gap0 - self.slack - g).clamp_min(0.0)
 
+    def relax(self, x: torch.Tensor) -> None:
+        """Let the pairs start at points x (P, 3) (the released state): a pair that already penetrates there
+        (the model cannot turn a part exactly about its hinge) is stopped from going deeper, not pushed out, so
+        the stops add no energy at release."""
+        if not hasattr(self, "_gap_rest"):
+            self._gap_rest = self.gap0.clone()
+        g = ((x[self.i] - x[self.j]) * self.normals).sum(-1).detach().to(self.gap0)
+        self.gap0 = torch.minimum(self._gap_rest, g + self.slack)
+
     def contact_forces(self, x: torch.Tensor, xd: torch.Tensor | None, point_mass: torch.Tensor) -> torch.Tensor:
         """(P, 3) forces on points at x (P, 3) with velocities xd (P, 3) (None = at rest)."""
         pen = self._penetration(x)
@@ -324,11 +342,13 @@ class PartContacts:
 
 
 def part_contacts(decoder, faces=None, vertices=None, radius: float = 0.02, slack: float = 0.004,
-                  depth: float = 2e-4) -> PartContacts | None:
+                  depth: float = 2e-4, base=None) -> PartContacts | None:
     """The PartContacts of ``decoder`` (needs ``point_groups`` (P,) and ``face_ids`` (P,), as a
     NeuralInstanceDecoder or wrappers of it expose): pairs within ``radius`` x the object size at rest, or 1.5
-    sample spacings if that is more; slack and depth are fractions of the size too. None when the decoder has
-    no part labels or no parts touch."""
+    sample spacings if that is more; slack and depth are fractions of the size too. ``base``: the group of a
+    held base part; then only pairs against its surface are kept (its rest normals stay right; two doors that
+    touch at rest may pass each other's rest planes once one opens). None when the decoder has no part labels
+    or no parts touch."""
     import trimesh
     from scipy.spatial import cKDTree
 
@@ -348,8 +368,10 @@ def part_contacts(decoder, faces=None, vertices=None, radius: float = 0.02, slac
     ii, jj = [], []
     for a, b in tree.query_pairs(reach, output_type="ndarray"):
         if groups[a] != groups[b]:
-            ii += [a, b]
-            jj += [b, a]
+            for u, w in ((a, b), (b, a)):
+                if base is None or groups[w] == base:
+                    ii.append(u)
+                    jj.append(w)
     if not ii:
         return None
     i, j = np.asarray(ii), np.asarray(jj)
