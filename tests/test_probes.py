@@ -191,3 +191,60 @@ def test_base_frame_decoder_holds_the_base_part_and_keeps_relative_motion():
         base_anchor_points(rest, np.arange(len(rest)) < 2)
     free_sys, free_info = build_system(b.decoder, v, f, SimulationSpec(kind="articulated", fixed_base=False))
     assert not free_info["fixed_base"] and not isinstance(free_sys.decoder, BaseFrameDecoder)
+
+
+class TwoWayDecoder:
+    """Two parts of 4 points each; q0 slides part A along x, q1 slides part A along x and part B along y by the
+    same amount: both reach a target on A, only q0 leaves B alone."""
+
+    def __init__(self):
+        self.rest_points = torch.as_tensor(np.random.default_rng(0).uniform(size=(8, 3)))
+        self.rest_vertices = self.rest_points
+        self.mu_cond = torch.zeros(2, dtype=torch.float64)
+        self.point_groups = np.repeat([0, 1], 4)
+        self.vertex_groups = self.point_groups
+        a = torch.zeros(8, 3, dtype=torch.float64)
+        a[:4, 0] = 1.0
+        b = a.clone()
+        b[4:, 1] = 1.0
+        self.modes = torch.stack([a, b])  # (2, P, 3)
+
+    def points(self, q):
+        return self.rest_points + torch.einsum("...k,kpc->...pc", q, self.modes)
+
+    vertices = points
+
+
+def test_drag_with_least_motion_leaves_the_other_part_alone():
+    from kinemesh.dynamics.boundary import solve_positions
+    from kinemesh.dynamics.system import System, make_handles
+
+    dec = TwoWayDecoder()
+    system = System(dec, torch.full((8,), 0.1, dtype=torch.float64), torch.zeros(2, dtype=torch.float64),
+                    derivatives="fd")
+    h = make_handles(dec, [0], k=1)
+    target = (dec.rest_points[0] + torch.tensor([0.1, 0.0, 0.0], dtype=torch.float64))[None].numpy()
+    plain, r0 = solve_positions(system, h, target, n_starts=1, reg=1e-2)
+    least, r1 = solve_positions(system, h, target, n_starts=1, reg=1e-2, least_motion=0.3)
+    assert r0 < 0.01 and r1 < 0.02  # both reach the target (least motion trades a little of it for less motion)
+    assert float(plain[1]) > 0.03  # the Tikhonov term alone splits the motion between the two modes
+    assert abs(float(least[1])) < 0.1 * abs(float(least[0])) and float(least[0]) > 0.08  # B stays put
+
+
+def test_part_stops_relax_at_the_released_pose():
+    from kinemesh.dynamics.system import PartContacts
+
+    x0 = torch.tensor([[0.0, 0.0, 0.0], [0.0, 0.0, -0.01]], dtype=torch.float64)  # i above j's surface (+z)
+    stop = PartContacts(torch.tensor([0]), torch.tensor([1]), torch.tensor([[0.0, 0.0, 1.0]], dtype=torch.float64),
+                        torch.zeros(1, dtype=torch.float64), slack=0.001, depth=1e-3)
+    m = torch.ones(2, dtype=torch.float64)
+    deep = x0.clone()
+    deep[0, 2] = -0.02  # released 1 cm inside j's rest surface (gap -0.01 < -slack)
+    assert float(stop.contact_forces(deep, None, m)[0, 2]) > 0  # a fresh stop pushes it out
+    stop.relax(deep)
+    assert float(stop.contact_forces(deep, None, m).abs().max()) == 0.0  # relaxed: no push where it was let go
+    deeper = deep.clone()
+    deeper[0, 2] -= 0.01
+    assert float(stop.contact_forces(deeper, None, m)[0, 2]) > 0  # but it cannot go deeper
+    stop.relax(x0)  # a later release relaxes from the rest gaps again, not from the previous release
+    assert float(stop.gap0[0]) == pytest.approx(0.0)

@@ -319,7 +319,7 @@ class PartContacts:
         if not bool((pen > 0).any()):
             return f
         k = self.stiffness
-        gd = torch.zeros_like(g) if xd is None else ((xd[self.i] - xd[self.j]) * self.normals).sum(-1)
+        gd = torch.zeros_like(pen) if xd is None else ((xd[self.i] - xd[self.j]) * self.normals).sum(-1)
         m = torch.minimum(point_mass[self.i], point_mass[self.j])
         fn = m * (k * pen - 2.0 * self.damping_ratio * k ** 0.5 * gd * (pen > 0)).clamp_min(0.0)
         fi = fn[:, None] * self.normals
