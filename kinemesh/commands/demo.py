@@ -23,7 +23,7 @@ DOOR_PUSH = 1.0  # m/s of its free edge towards closing when let go
 EDGE_BAND = 0.02  # the cloth's pinned / free edge: vertices within 2% of its extent from the x-min / x-max side
 # what each example should show (issue 17): door opening, toy strain at its peak, cloth free edge drop / length
 TARGETS = {"cabinet": 60.0, "toy": 0.05, "cloth": 0.5}
-SHEET_TURN_DEG = {"cabinet": 180.0}  # the contact sheet's camera looks at the cabinet's doors (its front is -x)
+VIEW_TURN_DEG = 180.0  # the cameras of the contact sheet and the videos face the cabinet's doors (its front is -x)
 
 
 def register(sub) -> None:
@@ -151,7 +151,7 @@ def run(args) -> int:
     from kinemesh.geometry.segments import is_articulated_input, load_segmented
     from kinemesh.model import load_model
     from kinemesh.reduce import ReductionConfig, bind
-    from kinemesh.viz.render import contact_sheet
+    from kinemesh.viz.render import RenderStyle, contact_sheet
 
     names = [n.strip() for n in str(args.examples).split(",") if n.strip()]
     bad = [n for n in names if n not in EXAMPLES]
@@ -163,6 +163,7 @@ def run(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     sheet, lines, failed, summary = [], [], [], {}
+    view = RenderStyle(azimuth=VIEW_TURN_DEG)
     for name in names:
         t0 = time.perf_counter()
         source = EXAMPLES_DIR / INPUTS[name]
@@ -186,12 +187,10 @@ def run(args) -> int:
             continue
         paths = write_outputs(result, out / f"{name}.glb", None if args.no_video else out / f"{name}.mp4",
                               out / f"{name}.npz", out / f"{name}_energy.png", fps=args.fps, progress=False,
-                              title=f"{name}: energy")
+                              title=f"{name}: energy", style=view)
         seq = result.sequence
-        turn = np.radians(SHEET_TURN_DEG.get(name, 0.0))
-        R = np.array([[np.cos(turn), -np.sin(turn), 0.0], [np.sin(turn), np.cos(turn), 0.0], [0.0, 0.0, 1.0]])
         for i in np.linspace(0, seq.n_frames - 1, 4).astype(int):
-            sheet.append((seq.frames[i] @ R.T, seq.faces, seq.part_ids, f"{name} t={seq.times[i]:.2f}s"))
+            sheet.append((seq.frames[i], seq.faces, seq.part_ids, f"{name} t={seq.times[i]:.2f}s"))
         m = summary[name] = {**measure(name, seq, wm, obj), "action": action, "seconds": time.perf_counter() - t0}
         inf = result.info
         parts = f", {wm.part_ids.max() + 1} parts ({wm.part_source})" if wm.part_ids is not None else ""
@@ -205,7 +204,7 @@ def run(args) -> int:
     for line in lines:
         print(line)
     if sheet:
-        print(f"contact sheet: {contact_sheet(sheet, out / 'contact_sheet.png', cols=4)}")
+        print(f"contact sheet: {contact_sheet(sheet, out / 'contact_sheet.png', cols=4, style=view)}")
     total = time.perf_counter() - t_start
     print(f"summary: {write_text(out / 'summary.json', json.dumps({'examples': summary, 'seconds': total}, indent=2))}")
     if failed:

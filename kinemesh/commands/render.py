@@ -30,6 +30,8 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="output file: .mp4, .gif or .png")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
     p.add_argument("--views", type=int, default=1, help="camera views side by side (1-4 presets; default 1)")
+    p.add_argument("--turn", type=number(float, -360, 360), default=0.0, metavar="DEG",
+                   help="turn every camera by DEG about +Z (e.g. 180 to look at an object's -x side)")
     p.add_argument("--fps", type=number(float, 0, 1000, lo_open=True), default=None,
                    help="frames per second (default: the input's own, else 30)")
     p.add_argument("--size", default="640x480",
@@ -81,7 +83,7 @@ def run(args) -> int:
     if need > MAX_PIXEL_BYTES:
         raise ConfigError(f"--size {args.size} with --supersample {args.supersample} needs about {need / 2**30:.0f} "
                           f"GiB (bound {MAX_PIXEL_BYTES >> 30} GiB); lower --supersample or --size")
-    style = render.RenderStyle(floor=not args.no_floor, shadow=not args.no_floor,
+    style = render.RenderStyle(floor=not args.no_floor, shadow=not args.no_floor, azimuth=args.turn,
                                supersample=max(1, args.supersample))
     items = []
     for path in args.input:

@@ -173,8 +173,9 @@ def spec_from_args(args):
 
 
 def write_outputs(result, out_glb=None, video=None, npz=None, plot_energy=None, fps=30.0, progress=True,
-                  title=""):
-    """Write the GLB / video / npz / energy plot of a SimulationResult; returns the written paths."""
+                  title="", style=None):
+    """Write the GLB / video / npz / energy plot of a SimulationResult; returns the written paths. ``style``:
+    the video's ``kinemesh.viz.render.RenderStyle``."""
     import numpy as np
 
     written = []
@@ -189,7 +190,7 @@ def write_outputs(result, out_glb=None, video=None, npz=None, plot_energy=None, 
         from kinemesh.viz.render import render_frames
 
         written.append(render_frames(seq.frames, seq.faces, video, fps=fps, part_ids=seq.part_ids,
-                                     progress=progress))
+                                     progress=progress, style=style))
     if plot_energy is not None:
         from kinemesh.viz.plots import plot_curves
 

@@ -70,6 +70,7 @@ class RenderStyle:
     crease_deg: float = 35.0  # faces meeting at more than this angle are shaded with a hard edge
     base_color: tuple = (0.42, 0.62, 0.85)  # colour when there are no part ids
     arrow_scale: float = 0.4  # joint-axis arrow length as a fraction of the object's bounding diameter
+    azimuth: float = 0.0  # every camera turned by this many degrees about +Z (e.g. 180 to face an object's -x side)
 
 
 @dataclass
@@ -288,6 +289,7 @@ class SceneRenderer:
                 az, el = _VIEW_PRESETS[k]
             else:
                 az, el = -60.0 + 360.0 * k / self.views, 22.0
+            az += float(self.style.azimuth)
             self.cameras.append(
                 Camera.framing(frame_pts, az, el, width, height, self.style.fov_deg, self.style.margin)
             )
