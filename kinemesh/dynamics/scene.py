@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from kinemesh.dynamics.boundary import impulse_velocity, solve_positions, solve_velocities
-from kinemesh.dynamics.eom import kinematics, mass_matrix
+from kinemesh.dynamics.eom import kinematics, mass_matrix, spd_solve
 from kinemesh.dynamics.integrators import INTEGRATORS, Rollout, integrate
 from kinemesh.dynamics.floating import BaseFrameDecoder, FloatingDecoder, base_anchor_points
 from kinemesh.dynamics.system import (Floor, PartContacts, PointForce, Spring, State, System, Wind, make_handles,
@@ -371,8 +371,15 @@ def initial_conditions(system: System, spec: SimulationSpec, info: dict | None =
         if rms > 0.25 * float(torch.linalg.norm(target - now)):
             log.warning("drag: vertex %d reaches only %.3g m of the requested %.3g m (the model allows no closer "
                         "plausible state)", spec.drag_vertex, moved, float(torch.linalg.norm(target - now)))
-        if spec.hold:
-            k_hold = (2 * math.pi * 4.0) ** 2 * system.total_mass
+        if spec.hold:  # a 4 Hz spring on the mass the vertex moves (its effective mass 3 / tr(J_h M^-1 J_h^T)):
+            # on the whole object's mass a small part (a wheel) would ring far faster than the steps resolve
+            kin0 = kinematics(system, q0)
+            Jh = h.jacobian(kin0.J).reshape(system.dim, -1)  # (k, 3)
+            M0 = mass_matrix(system, kin0.J)
+            Minv_Jh = torch.stack([spd_solve(M0, Jh[:, c]) for c in range(3)], 1)
+            mobility = float(torch.trace(Jh.T @ Minv_Jh))
+            m_eff = min(system.total_mass, 3.0 / mobility) if mobility > 0 else system.total_mass
+            k_hold = (2 * math.pi * 4.0) ** 2 * m_eff
             system.springs.append(Spring(h, target.clone(), k_hold))
         n_lead = int(round(spec.lead_in * spec.fps))
         if n_lead > 0:

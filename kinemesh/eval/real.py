@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from kinemesh.checks import number
-from kinemesh.errors import ConfigError, InputFileError, KinemeshError
+from kinemesh.errors import ConfigError, InputFileError, KinemeshError, SimulationDivergedError
 from kinemesh.eval import Result, check, option
 
 log = logging.getLogger(__name__)
@@ -172,7 +172,15 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
         target = (j.motion(asked)[:3, :3] @ v[vid] + j.motion(asked)[:3, 3])
         spec = SimulationSpec(kind=b.kind, frames=cfg.frames, drag_vertex=vid, drag_to=tuple(target), hold=True,
                               seed=cfg.seed)
-        res = simulate_mesh(b.decoder, v, f, spec, part_ids=pid, progress=False)
+        try:
+            res = simulate_mesh(b.decoder, v, f, spec, part_ids=pid, progress=False)
+        except SimulationDivergedError as exc:  # a drag that blows up is a failed drag, not a skipped object
+            log.warning("%s, joint %s: %s", path.name, j.name, exc)
+            row["drags"].append({"joint": j.name, "type": j.type, "asked": asked, "vertex": vid, "follow": 0.0,
+                                 "rest_motion": float("nan"), "parts_attached": float("nan"),
+                                 "component_offset": float("nan"), "dragged_vertex_error": float("nan"),
+                                 "attached": False, "diverged": True})
+            continue
         last = res.sequence.frames[-1].astype(np.float64)
         row["drags"].append({
             "joint": j.name, "type": j.type, "asked": asked, "vertex": vid,
@@ -194,10 +202,13 @@ def summarize(rows: list[dict]) -> dict:
     s = {"objects": len(rows), "movable_parts": len(drags)}
     if drags:
         fol = np.array([d["follow"] for d in drags])
+        rest = np.array([d["rest_motion"] for d in drags])
+        rest = rest[np.isfinite(rest)]
         s.update(follow_median=float(np.median(fol)), follow_share=float(np.mean(fol >= TARGETS["follow"])),
-                 rest_motion=float(np.mean([d["rest_motion"] for d in drags])),
-                 rest_motion_max=float(np.max([d["rest_motion"] for d in drags])),
-                 attached=float(np.mean([d["attached"] for d in drags])))
+                 rest_motion=float(np.mean(rest)) if len(rest) else float("nan"),
+                 rest_motion_max=float(np.max(rest)) if len(rest) else float("nan"),
+                 attached=float(np.mean([d["attached"] for d in drags])),
+                 diverged=int(sum(bool(d.get("diverged")) for d in drags)))
     pa = [r["prior_attached"] for r in rows if r["prior_attached"] == r["prior_attached"]]
     s.update(prior_attached=float(np.mean(pa)) if pa else float("nan"),
              prior_rigidity=float(np.mean([r["prior_rigidity"] for r in rows])) if rows else float("nan"),
@@ -228,6 +239,7 @@ def render(rows: list[dict]) -> str:
     line("rest of the object moves (mean, fraction of size)", "rest_motion", "< 0.02", "{:.4f}",
          lambda x: x < TARGETS["rest_motion"])
     line("drags with every component attached", "attached", "1.00", "{:.2f}", lambda x: x >= TARGETS["attached"])
+    line("drags that diverged (counted as not followed, not attached)", "diverged", "0", "{:d}", lambda x: x == 0)
     line("prior samples: parts attached", "prior_attached", ">= 0.99", "{:.3f}",
          lambda x: x >= TARGETS["prior_attached"])
     line("prior samples: within-part rigidity error", "prior_rigidity", "< 0.01", "{:.4f}",
