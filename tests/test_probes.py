@@ -149,8 +149,15 @@ def test_bind_uses_probes_and_soft_components_are_not_rigid():
     v, f = np.concatenate([a, b]), np.concatenate([fa, fb + len(a)])
     pid = np.repeat([0, 1], [len(a), len(b)])
     model = moving_model()
-    soft = bind(v, f, model, kind="elastic", part_ids=pid, n_points=64, reduction=ReductionConfig(k_q=3))
+    soft = bind(v, f, model, kind="elastic", part_ids=pid, n_points=64,
+                reduction=ReductionConfig(k_q=3, basis="probes"))
     assert soft.subspace.method == "probes" and soft.subspace.scale is not None
+    assert bind(v, f, model, kind="elastic", part_ids=pid, n_points=64,
+                reduction=ReductionConfig(k_q=3)).subspace.method == "jacobian"  # auto: the prior for elastic bodies
+    cloth = bind(v, f, model, kind="cloth", part_ids=pid, n_points=64, reduction=ReductionConfig(k_q=4))
+    assert cloth.subspace.method == "probes" and torch.equal(cloth.subspace.scale[2:], torch.ones(2))  # 2 prior dims
+    W = cloth.subspace.W.double()
+    assert torch.allclose(W.T @ W, torch.eye(4, dtype=torch.float64), atol=1e-5)  # one orthonormal basis
     hard = bind(v, f, model, kind="articulated", part_ids=pid, n_points=64, reduction=ReductionConfig(k_q=3))
     assert hard.subspace.method != "probes"  # no joints given: the prior basis
     for binding, rigid in ((soft, False), (hard, True)):

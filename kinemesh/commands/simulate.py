@@ -124,11 +124,12 @@ def register(sub) -> None:
     add_simulation_arguments(p)
     m = p.add_argument_group("model")
     m.add_argument("--k-q", type=int, default=8, help="reduced coordinates k_q (active subspace; default 8)")
-    m.add_argument("--basis", choices=("probes", "prior"), default="probes",
-                   help="what spans the reduced coordinates: the encoder's posteriors of motion probes (default; an "
+    m.add_argument("--basis", choices=("auto", "probes", "prior"), default="auto",
+                   help="what spans the reduced coordinates: the encoder's posteriors of motion probes (an "
                         "articulated object's parts moved along its joints: the URDF's, else predicted from the "
                         "shape; an elastic body squashed, bent, twisted, dented; a cloth folded and hung) or the "
-                        "active subspace of prior samples (NeuROK Sec. 4.3)")
+                        "active subspace of prior samples (NeuROK Sec. 4.3); auto (default): probes for "
+                        "articulated objects and cloth, the prior for elastic bodies")
     m.add_argument("--points", type=int, default=1024, help="surface points carrying the mass (default 1024)")
     m.add_argument("--device", default="cpu", choices=["cpu"],
                    help="cpu (the latent dynamics are small dense problems; no GPU path yet)")
@@ -237,7 +238,7 @@ def run(args) -> int:
     kind = resolve_kind("articulated" if spec.kind == "auto" and is_articulated_input(args.mesh) else spec.kind,
                         vertices, faces, wm.part_ids)
     probes, joints_from = probes_for(vertices, faces, wm.part_ids, wm.part_names, kind, args.mesh, seed=args.seed) \
-        if args.basis == "probes" else (None, "-")
+        if args.basis != "prior" else (None, "-")
     with torch_threads(1):
         b = bind(vertices, faces, args.checkpoint, kind=kind, part_ids=wm.part_ids,
                  reduction=ReductionConfig(k_q=args.k_q, basis=args.basis), n_points=args.points, seed=args.seed,

@@ -43,8 +43,8 @@ class DynamicsEvalConfig:
     barrier_radius: float | None = option(None, "soft barrier radius in prior std for both models (default: the "
                                           "kind's, articulated 2, elastic and cloth 3)", type=float, metavar="STD")
     samples: int = option(2000, "surface samples per Chamfer evaluation", min=1)
-    basis: str = option("probes", "what spans the reduced coordinates (kinemesh simulate --basis); a door's probes "
-                        "follow joints predicted from its static shape", choices=("probes", "prior"))
+    basis: str = option("auto", "what spans the reduced coordinates (kinemesh simulate --basis); a door's probes "
+                        "follow joints predicted from its static shape", choices=("auto", "probes", "prior"))
 
     def __post_init__(self):
         check(self)
@@ -231,7 +231,7 @@ def evaluate(cfg: DynamicsEvalConfig) -> Result:
         fps = float((gt.n_frames - 1) / max(float(gt.times[-1] - gt.times[0]), 1e-9))
         rest = gt.rest_vertices.astype(np.float64)
         probes = None
-        if cfg.basis == "probes" and KINDS[scenario] == "articulated" and gt.part_ids is not None:
+        if cfg.basis != "prior" and KINDS[scenario] == "articulated" and gt.part_ids is not None:
             names = [f"part_{p}" for p in range(int(gt.part_ids.max()) + 1)]
             probes, _ = motion_probes(rest, gt.faces, gt.part_ids, names, None)  # joints predicted, not the truth
         with torch_threads(1):

@@ -300,10 +300,14 @@ def fit(
 
 
 def fit_probes(decoder, probes, k_q: int | None = 8, explained: float = 0.99, max_k: int | None = None,
-               progress: bool = False) -> Subspace:
+               progress: bool = False, prior_dims: int = 0, n_samples: int = 32, n_probes: int = 4,
+               seed: int = 0) -> Subspace:
     """Subspace spanned by the posterior means of ``probes`` (n, N, 3) metres, poses of ``decoder``'s rest mesh
     (an InstanceDecoder with ``encode``); see the module docstring. ``k_q`` (None: the smallest k holding
     ``explained`` of the probes' squared norm, capped at ``max_k``) is capped at the number of probes.
+    ``prior_dims`` of the k coordinates are instead the leading active-subspace directions of the prior
+    (``outer_product_matrix`` with ``n_samples``, ``n_probes``, ``seed``) orthogonal to the probe directions, in
+    prior standard deviations: motions the probes do not name (a soft beam's local bulge under a poke).
 
     Raises ConfigError for no probes, probes of the wrong shape, or k_q outside [1, D]."""
     probes = np.asarray(probes, dtype=np.float64)
@@ -333,12 +337,22 @@ def fit_probes(decoder, probes, k_q: int | None = 8, explained: float = 0.99, ma
         k = min(k, D if max_k is None else max_k)
     else:
         k = int(k_q)
-    k = max(1, min(k, len(S)))
+    k_total = k
+    prior_dims = max(0, min(int(prior_dims), k_total - 1))
+    k = max(1, min(k_total - prior_dims, len(S)))
     W = Vt[:k].T.contiguous()
     idx = W.abs().argmax(0)  # deterministic sign: largest-magnitude entry of every column positive
     W = W * torch.where(W[idx, torch.arange(k)] < 0, -1.0, 1.0)
     scale = torch.sqrt(((U @ W) ** 2).mean(0)).clamp_min(1e-6)
     eigenvalues = np.concatenate([ev, np.zeros(max(0, D - len(ev)))])
+    if prior_dims:  # the prior's active subspace (Sec. 4.3) in the complement of the probe directions
+        C = outer_product_matrix(decoder, n_samples, "jacobian", n_probes, seed=seed)
+        Pc = torch.eye(D, dtype=torch.float64) - W @ W.T
+        evals, evecs = torch.linalg.eigh(Pc @ C @ Pc)
+        extra = evecs.flip(1)[:, :prior_dims]
+        extra = extra * torch.where(extra[extra.abs().argmax(0), torch.arange(prior_dims)] < 0, -1.0, 1.0)
+        W = torch.cat([W, extra], 1)
+        scale = torch.cat([scale, torch.ones(prior_dims, dtype=scale.dtype)])
     return Subspace(W.float(), origin.float(), eigenvalues, "probes", len(probes),
                     None if L is None else torch.as_tensor(L).detach().float().cpu().clone(), scale.float())
 

@@ -18,7 +18,12 @@ from kinemesh.geometry.kind import resolve_kind
 from kinemesh.model.api import KinematicModel, NeuralInstanceDecoder, load_model
 from kinemesh.reduce.active_subspace import ReducedDecoder, Subspace, fit, fit_probes
 
-BASES = ("probes", "prior")
+BASES = ("auto", "probes", "prior")
+AUTO_BASIS = {"articulated": "probes", "cloth": "probes", "elastic": "prior"}
+"""The basis "auto" picks per kind. Measured (kinemesh eval dynamics against MuJoCo, demo): articulated doors
+0.0212 -> 0.0121 Chamfer with probes and the demo door opens 75 deg instead of 4; a cloth hangs only with probes
+(demo free-edge drop 0.009 -> 1.0) at some cost against MuJoCo's towel (0.148 -> 0.213); an elastic beam is
+better in the prior basis (0.0237 vs 0.0606) and the toy squashes in both."""
 
 
 @dataclass
@@ -39,10 +44,16 @@ class ReductionConfig:
     """Prior samples of the Monte Carlo estimate."""
     n_probes: int = 4
     """Random probes per sample (jacobian method)."""
-    basis: str = "probes"
+    basis: str = "auto"
     """"probes": directions of the posterior means of motion probes (``fit_probes``; elastic and cloth probes
     come from the geometry, an articulated object's from its joints, given to ``bind``); "prior": the active
-    subspace of prior samples (Sec. 4.3; also what an articulated object without probes gets)."""
+    subspace of prior samples (Sec. 4.3; also what an articulated object without probes gets); "auto": probes
+    for articulated objects and cloth, the prior for elastic bodies (``AUTO_BASIS``, measured in
+    docs/results/dynamics.md)."""
+    prior_share: float = 0.5
+    """With the probe basis of an elastic or cloth object, this share of the k_q coordinates are the prior's
+    active-subspace directions orthogonal to the probes (``fit_probes``' ``prior_dims``): the probes name the
+    large motions (squash, hang), the prior adds the local ones. Articulated objects use probes only."""
     calibrated_prior: bool = True
     """Take the subspace, prior samples and barrier in the kind's calibrated prior N(mu_cond, L L^T) (the
     policy); False uses the uncalibrated N(mu_cond, I), which inverse kinematics sets
@@ -99,16 +110,20 @@ def bind(vertices: np.ndarray, faces: np.ndarray, model: KinematicModel | str | 
     if red.basis not in BASES:
         raise ConfigError(f"reduction basis {red.basis!r}: expected one of {BASES}")
     kind = resolve_kind(kind, vertices, faces, part_ids)
+    basis = AUTO_BASIS[kind] if red.basis == "auto" else red.basis
     inst = model.instance(vertices, faces, n_points=n_points, seed=seed, part_ids=part_ids,
                           kind=kind if red.calibrated_prior else None, rigid_parts=kind == "articulated")
     if not red.enabled:
         return Binding(inst, inst, None, kind, model)
-    if red.basis == "probes" and probes is None and kind in ("elastic", "cloth"):
+    if basis == "probes" and probes is None and kind in ("elastic", "cloth"):
         from kinemesh.geometry.probes import cloth_probes, elastic_probes
 
         probes = (elastic_probes if kind == "elastic" else cloth_probes)(np.asarray(vertices, np.float64))
-    if red.basis == "probes" and probes is not None:
-        sub = fit_probes(inst, probes, k_q=red.k_q, explained=red.explained, max_k=red.max_k, progress=progress)
+    if basis == "probes" and probes is not None:
+        k_q = red.k_q if red.k_q is not None else red.max_k
+        extra = int(round(red.prior_share * k_q)) if k_q and kind in ("elastic", "cloth") else 0
+        sub = fit_probes(inst, probes, k_q=red.k_q, explained=red.explained, max_k=red.max_k, progress=progress,
+                         prior_dims=extra, n_samples=red.n_samples, n_probes=red.n_probes, seed=seed)
     else:
         sub = fit(inst, k_q=red.k_q, explained=red.explained, max_k=red.max_k, n_samples=red.n_samples,
                   method=red.method, n_probes=red.n_probes, seed=seed)

@@ -50,7 +50,7 @@ class ViewerConfig:
     stiffness_hz: float | None = None  # latent elastic stiffness as a natural frequency; None = kind default
     damping: float | None = None  # Rayleigh mass damping alpha (1/s); None = kind default
     gravity: bool = False  # gravity on during dynamics (-9.81 m/s^2 along Z)
-    basis: str = "probes"  # what spans the reduced coordinates: motion probes or prior samples (simulate --basis)
+    basis: str = "auto"  # what spans the reduced coordinates: auto | probes | prior (kinemesh simulate --basis)
     fixed_base: bool | None = None  # hold an articulated object's base part (None = yes when it has parts)
 
 
@@ -226,7 +226,7 @@ class ViewerApp:
             t0 = time.perf_counter()
             kind = resolve_kind(self._requested_kind(), self.rest_vertices, self.faces, self.part_ids)
             probes = None
-            if cfg.basis == "probes" and kind == "articulated" and self.part_ids is not None:  # URDF / predicted joints
+            if cfg.basis != "prior" and kind == "articulated" and self.part_ids is not None:  # URDF's / predicted
                 obj = self.drawable.articulated
                 names = [p.name for p in obj.parts] if obj is not None else \
                     [f"part_{i}" for i in range(int(np.max(self.part_ids)) + 1)]
