@@ -70,7 +70,10 @@ def test_demo_cabinet_moves_a_door_of_three_components_as_one_and_measures_it(tm
     door_v = seq.part_ids == 1
     assert door_v.sum() == 24 and seq.kind == "articulated"
     rest, frames = seq.rest_vertices[door_v], seq.frames[:, door_v]
-    assert np.abs(frames - rest).max() > 0.1  # the door is dragged, and moves as one piece (up to the rest-fit
+    body = seq.frames[:, seq.part_ids == 0] - seq.rest_vertices[seq.part_ids == 0]
+    # the door is dragged (an untrained model follows a little), the body stands still (its base is held), and the
+    # door moves as one piece (up to the rest-fit
+    assert np.abs(frames - rest).max() > 0.03 and np.abs(body).max() < 1e-4
     # offset simulate adds per vertex, as in test_segments)
     assert metrics.within_part_rigidity(rest, frames, np.zeros(24, int)) < 0.01
     R, _ = kabsch(rest, frames)
