@@ -48,7 +48,8 @@ def solve_positions(system: System, handles: Handles, targets, q_init=None, n_st
 
     Levenberg-Marquardt on r(q) = x_h(q) - targets plus sqrt(reg) * size * (q - q_rest) and the soft barrier
     (plausible states only). ``least_motion`` > 0 adds sqrt(least_motion * m_p / M) (x_p(q) - x_p(q_rest)) for
-    every point p: of the states that reach the target, the one moving the least mass (a dragged door opens,
+    every point p of the parts the handles are not on (the decoder's ``point_groups``; nothing without parts):
+    of the states that reach the target, the one moving the rest of the object least (a dragged door opens,
     its neighbour stays). Starts: ``q_init`` (default q_rest) and ``n_starts - 1`` prior samples.
     """
     targets = torch.as_tensor(np.asarray(targets, dtype=np.float64)).reshape(-1, 3)
@@ -68,9 +69,16 @@ def solve_positions(system: System, handles: Handles, targets, q_init=None, n_st
     r_b = system.barrier_radius
     w_b = BARRIER_WEIGHT * size * size
 
+    groups = getattr(system.decoder, "point_groups", None)
+    if least_motion > 0 and groups is not None:
+        groups = torch.as_tensor(np.asarray(groups).reshape(-1))
+        other = ~torch.isin(groups, groups[handles.idx.reshape(-1)])  # points of the parts not dragged
+        least_motion = least_motion if bool(other.any()) else 0.0
+    else:
+        least_motion = 0.0
     if least_motion > 0:
         x_rest = kinematics(system, system.q_rest).x.detach()
-        w_m = torch.sqrt(least_motion * system.point_mass / system.point_mass.sum())[:, None]  # (P, 1)
+        w_m = torch.sqrt(least_motion * other * system.point_mass / system.point_mass.sum())[:, None]  # (P, 1)
 
     def cost_terms(q, kin):
         r = (handles.positions(kin.x, rp) - targets).reshape(-1)
