@@ -213,15 +213,6 @@ class Floor:
         """k (N/m per kg)."""
         return 9.81 / self.depth
 
-    def relax(self, x: torch.Tensor) -> None:
-        """Let the pairs start at points x (P, 3) (the released state): a pair that already penetrates there
-        (the model cannot turn a part exactly about its hinge) is stopped from going deeper, not pushed out, so
-        the stops add no energy at release."""
-        if not hasattr(self, "_gap_rest"):
-            self._gap_rest = self.gap0.clone()
-        g = ((x[self.i] - x[self.j]) * self.normals).sum(-1).detach().to(self.gap0)
-        self.gap0 = torch.minimum(self._gap_rest, g + self.slack)
-
     def contact_forces(self, x: torch.Tensor, xd: torch.Tensor | None, point_mass: torch.Tensor) -> torch.Tensor:
         """(P, 3) forces on points at positions x (P, 3) with velocities xd (P, 3) (None = at rest)."""
         pen = (self.height - x[:, 2]).clamp_min(0.0)
