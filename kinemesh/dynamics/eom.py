@@ -169,10 +169,11 @@ def generalized_forces(system: System, q: torch.Tensor, kin: Kinematics, t: floa
 
 
 def acceleration(system: System, q: torch.Tensor, qd: torch.Tensor, t: float = 0.0,
-                 return_kinematics: bool = False):
-    """qdd (k,) float64 from the equations of motion at (q, qd, t) (module docstring)."""
+                 return_kinematics: bool = False, local=None):
+    """qdd (k,) float64 from the equations of motion at (q, qd, t) (module docstring); with ``local`` (a
+    :class:`kinemesh.dynamics.local.LocalModel`) on that model instead of the network."""
     q, qd = q.double(), qd.double()
-    kin = kinematics(system, q, qd)
+    kin = kinematics(system, q, qd) if local is None else local.kinematics(q, qd)
     M = mass_matrix(system, kin.J)
     rhs = generalized_forces(system, q, kin, t)
     rhs = rhs - torch.einsum("ipc,p,pc->i", kin.J, system.point_mass, kin.hqq)
@@ -219,10 +220,13 @@ def point_velocities(system: System, q: torch.Tensor, qd: torch.Tensor) -> tuple
         return X[0], (X[1] - X[2]) * (vn / (2 * h))
 
 
-def energies(system: System, state: State) -> dict[str, float]:
+def energies(system: System, state: State, x: torch.Tensor | None = None,
+             xd: torch.Tensor | None = None) -> dict[str, float]:
     """{'kinetic', 'potential', 'total'} in joules at ``state``; T = 1/2 sum_p m_p |xd_p|^2 + 1/2 m_reg |qd|^2
-    (= 1/2 qd^T M qd) from the point velocities."""
-    x, xd = point_velocities(system, state.q.double(), state.qd.double())
+    (= 1/2 qd^T M qd) from the point velocities (decoded here unless the points x and velocities xd (P, 3)
+    are given)."""
+    if x is None or xd is None:
+        x, xd = point_velocities(system, state.q.double(), state.qd.double())
     T = 0.5 * float((system.point_mass[:, None] * xd * xd).sum()) + 0.5 * system.latent_inertia * float(
         (state.qd.double() ** 2).sum())
     V = float(potential_energy(system, state.q, x))

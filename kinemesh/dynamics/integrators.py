@@ -8,6 +8,9 @@ steps). An implicit solve that does not converge means the step is too large for
 step then raises ``StepRejected`` and the rollout halves the step.
 ``rk4``: the classical explicit Runge-Kutta method (4 evaluations per step, small energy drift, conditionally
 stable).
+``local``: the implicit midpoint rule on a local quadratic model of the decoder (``kinemesh.dynamics.local``),
+anchored at every frame start and whenever q leaves a trust box of ``radius`` around the anchor; each new anchor
+decodes the network once (2 k + 2 states) and checks that the model agrees with it there.
 """
 
 from __future__ import annotations
@@ -25,11 +28,25 @@ from kinemesh.errors import ConfigError, SimulationDivergedError
 
 log = logging.getLogger(__name__)
 
-INTEGRATORS = ("midpoint", "rk4")
+INTEGRATORS = ("midpoint", "rk4", "local")
+
+LOCAL_RADIUS = 0.5
+"""Trust box of the ``local`` integrator: re-anchor when a coordinate moved this far (prior std) from q_a."""
+LOCAL_TOL = 0.01
+"""``local``: largest accepted model-vs-network disagreement at a new anchor (``LocalModel.disagreement``:
+positions as a fraction of the object size, point velocities as a fraction of the fastest point's)."""
+LOCAL_RETRIES = 3
+"""``local``: a frame whose model disagrees is redone with half the trust box and twice the substeps this many
+times, then with the network's own implicit-midpoint steps."""
 
 
 class StepRejected(Exception):
     """A step failed (no convergence, non-finite or runaway state); retry with a smaller step."""
+
+
+class ModelDisagrees(StepRejected):
+    """The local model and the network disagree at a new anchor by more than the tolerance (or, without
+    external forces, the energy grew within the frame): redo the frame in smaller pieces."""
 
 
 def _finite(*ts) -> bool:
@@ -100,26 +117,28 @@ def velocity_coupling(system: System, q: torch.Tensor, v: torch.Tensor, h: float
     return 2.0 * torch.einsum("ipc,p,jpc->ij", J, system.point_mass, Hv)
 
 
-def step_midpoint(system: System, state: State, dt: float, tol: float = 1e-6, max_iter: int = 12) -> State:
+def step_midpoint(system: System, state: State, dt: float, tol: float = 1e-6, max_iter: int = 12,
+                  local=None) -> State:
     """One implicit-midpoint step, solved for qd1 by a simplified Newton iteration.
 
     Residual R(qd1) = qd1 - qd0 - dt qdd(q_m, qd_m) with q_m = q0 + dt (qd0 + qd1) / 4, qd_m = (qd0 + qd1) / 2;
     its Jacobian is approximated by A = I + dt^2/4 M^-1 K + dt/2 M^-1 (alpha M + beta k I + C) (K from
     :func:`stiffness_matrix`, C from :func:`velocity_coupling`, evaluated once per step), so stiff springs
     (pins, elastic term, barrier) and fast motion converge in a few iterations at steps far beyond the
-    fixed-point limit. ``tol`` is on q and dt * qd, in q units (prior std).
+    fixed-point limit. ``tol`` is on q and dt * qd, in q units (prior std). With ``local`` (a LocalModel)
+    every evaluation is on that model (no network).
     """
     q0, v0, t0 = state.q, state.qd, state.t
     a = state.qdd
     if a is None or not _finite(a):
-        a = acceleration(system, q0, v0, t0)
+        a = acceleration(system, q0, v0, t0, local=local)
     v1 = v0 + dt * a
     C = None
     prev = math.inf
     delta = math.inf
     for it in range(max_iter):
         qm = q0 + 0.25 * dt * (v0 + v1)
-        am, kin, M = acceleration(system, qm, 0.5 * (v0 + v1), t0 + 0.5 * dt, return_kinematics=True)
+        am, kin, M = acceleration(system, qm, 0.5 * (v0 + v1), t0 + 0.5 * dt, return_kinematics=True, local=local)
         R = v1 - v0 - dt * am
         K = stiffness_matrix(system, qm, kin.J)
         if system.damping_stiffness and system.stiffness:
@@ -127,7 +146,8 @@ def step_midpoint(system: System, state: State, dt: float, tol: float = 1e-6, ma
         else:
             K_d = torch.zeros_like(K)
         if C is None:
-            C = velocity_coupling(system, qm, 0.5 * (v0 + v1), kin=kin)
+            vm = 0.5 * (v0 + v1)
+            C = velocity_coupling(system, qm, vm, kin=kin) if local is None else local.coupling(system, qm, vm)
         K_c, C_c = contact_matrices(system, kin.x, kin.xd, kin.J)
         A = (M + 0.25 * dt * dt * (K + K_c)
              + 0.5 * dt * (system.damping_mass * damping_matrix(system, M) + K_d + C + C_c))
@@ -168,10 +188,14 @@ def step_rk4(system: System, state: State, dt: float) -> State:
     return State(qn, vn, t + dt, a4)
 
 
-def step(system: System, state: State, dt: float, integrator: str = "midpoint") -> State:
-    """Advance ``state`` by ``dt`` seconds. Raises StepRejected when the step fails (see module docstring)."""
+def step(system: System, state: State, dt: float, integrator: str = "midpoint", local=None) -> State:
+    """Advance ``state`` by ``dt`` seconds. Raises StepRejected when the step fails (see module docstring).
+    ``local``: the model of the previous ``local`` step (checked against the network at the new anchor; None
+    = no check)."""
     if integrator == "midpoint":
         return step_midpoint(system, state, dt)
+    if integrator == "local":
+        return local_frame(system, state, local, dt, 1, math.inf, math.inf, 1.0, math.inf)[0]
     if integrator == "rk4":
         return step_rk4(system, state, dt)
     raise ConfigError(f"integrator {integrator!r}: choose one of {INTEGRATORS}")
@@ -188,6 +212,10 @@ class Rollout:
     kinetic, potential, total : (T,) float64 joules.
     substeps : (T,) int, substeps used to reach each frame (0 for the first).
     warnings : messages of step reductions.
+    anchors : network anchors of the ``local`` integrator (0 for the others).
+    disagreement : ``local``: the largest model-vs-network disagreement at an accepted anchor, fraction of the
+        object size (max over points; 0 for the others).
+    exact_frames : ``local``: frames integrated with the network's own steps after the model kept disagreeing.
     """
 
     q: np.ndarray
@@ -198,6 +226,9 @@ class Rollout:
     total: np.ndarray
     substeps: np.ndarray
     warnings: list = field(default_factory=list)
+    anchors: int = 0
+    disagreement: float = 0.0
+    exact_frames: int = 0
 
     @property
     def energy_drift(self) -> float:
@@ -213,7 +244,7 @@ def _runaway(system: System, state: State, limit: float) -> bool:
 def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, substeps: int = 2,
              integrator: str = "midpoint", max_halvings: int = 6, runaway_std: float | None = None,
              energy_check: bool = True, progress: bool = False, max_dq: float = 0.25,
-             max_substeps: int = 512) -> Rollout:
+             max_substeps: int = 512, radius: float = LOCAL_RADIUS, agree_tol: float = LOCAL_TOL) -> Rollout:
     """Roll out ``n_frames`` frames (the first is ``state0``) at ``fps`` with ``substeps`` steps per frame.
 
     Stability guard: when a step is rejected (implicit solve not converging, non-finite or runaway state, or -
@@ -227,6 +258,10 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
     Latent CFL condition: each frame uses enough substeps that no coordinate moves more than ``max_dq``
     prior standard deviations per step (the decoder is strongly nonlinear over a few std). A state beyond
     ``runaway_std`` (default barrier radius + 9) std counts as diverged.
+
+    ``local`` integrator: ``radius`` is the trust box (q units) and ``agree_tol`` the accepted disagreement
+    (fraction of the object size) of the local model (module docstring); a larger disagreement redoes the frame
+    (``LOCAL_RETRIES``).
 
     Raises
     ------
@@ -246,6 +281,9 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
     if not _finite(state.q, state.qd):
         raise SimulationDivergedError("initial state is not finite")
     frame_dt = 1.0 / fps
+    local = integrator == "local"
+    size = _size(system)
+    cur = None  # local: the model of the last segment
     e0 = energies(system, state)
     qs, vs, ts = [state.q.numpy().copy()], [state.qd.numpy().copy()], [state.t]
     ek, ep, et, sub = [e0["kinetic"]], [e0["potential"]], [e0["total"]], [0]
@@ -259,24 +297,43 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
         from kinemesh.progress import tqdm
 
         bar = tqdm(total=n_frames - 1, desc="simulate", unit="frame")
-    e_prev = e0
+    e_prev, n_anchors, worst, n_exact = e0, 0, 0.0, 0
     for i in range(1, n_frames):
         speed = float(state.qd.abs().max())
         n_sub = max(n_guard, min(int(math.ceil(speed * frame_dt / max_dq)), max_substeps))
+        tries = 0  # local: frames redone because the model disagreed with the network
         while True:
             try:
-                s = state
-                h = frame_dt / n_sub
-                for _ in range(n_sub):
-                    s = step(system, s, h, integrator)
-                    if _runaway(system, s, runaway_std):
-                        raise StepRejected(f"state ran beyond {runaway_std:g} prior standard deviations")
-                e = energies(system, s)
+                exact = local and tries > LOCAL_RETRIES
+                if local and not exact:
+                    s, model, n_used, n_new, err_max = local_frame(system, state, cur, frame_dt, n_sub,
+                                                                   radius * 0.5 ** tries, agree_tol, size,
+                                                                   runaway_std)
+                    kin = model.kinematics(s.q, s.qd)
+                    e = energies(system, s, kin.x, kin.xd)
+                else:
+                    s, model, n_used, n_new, err_max = state, None, n_sub, 0, 0.0
+                    h = frame_dt / n_sub
+                    for j in range(n_sub):
+                        s = step(system, s, h, "midpoint" if exact else integrator)
+                        if _runaway(system, s, runaway_std):
+                            raise StepRejected(f"state ran beyond {runaway_std:g} prior standard deviations")
+                    e = energies(system, s)
                 if not all(math.isfinite(v) for v in e.values()):
                     raise StepRejected("non-finite energy")
                 if energy_check and not system.forces and e["total"] - e_prev["total"] > 0.05 * escale:
-                    raise StepRejected(f"energy grew by {e['total'] - e_prev['total']:.3g} J in one frame")
+                    raise (ModelDisagrees if local and not exact else StepRejected)(
+                        f"energy grew by {e['total'] - e_prev['total']:.3g} J in one frame")
                 break
+            except ModelDisagrees as exc:
+                # this frame only: half the trust box and twice the substeps, after LOCAL_RETRIES tries the
+                # network's own steps (a decoder discontinuity, e.g. a flipped blend, never agrees)
+                tries += 1
+                n_sub = min(2 * n_sub, max_substeps)
+                msg = f"t={state.t:.3f} s: {exc}; " + ("frame redone with the network's own steps"
+                                                      if tries > LOCAL_RETRIES else "frame redone in smaller pieces")
+                log.info(msg)
+                warnings.append(msg)
             except StepRejected as exc:
                 halvings += 1
                 if halvings > max_halvings or 2 * n_sub > max_substeps:
@@ -291,7 +348,8 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
                        f"{frame_dt / n_sub * 1e3:.3g} ms ({n_sub} substeps per frame)")
                 log.warning(msg)
                 warnings.append(msg)
-        state, e_prev = s, e
+        state, e_prev, cur = s, e, model
+        n_anchors, worst, n_exact = n_anchors + n_new, max(worst, err_max), n_exact + exact
         escale = max(escale, abs(e["kinetic"]), abs(e["potential"]))
         qs.append(s.q.numpy().copy())
         vs.append(s.qd.numpy().copy())
@@ -299,13 +357,55 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
         ek.append(e["kinetic"])
         ep.append(e["potential"])
         et.append(e["total"])
-        sub.append(n_sub)
+        sub.append(n_used)
         if bar is not None:
             bar.update(1)
     if bar is not None:
         bar.close()
     return Rollout(np.stack(qs), np.stack(vs), np.asarray(ts), np.asarray(ek), np.asarray(ep), np.asarray(et),
-                   np.asarray(sub), warnings)
+                   np.asarray(sub), warnings, n_anchors, worst, n_exact)
+
+
+def local_frame(system: System, state: State, model, frame_dt: float, n_sub: int, radius: float, agree_tol: float,
+                size: float, runaway_std: float) -> tuple:
+    """One frame of the ``local`` integrator: (state, last LocalModel, substeps, anchors, largest disagreement).
+
+    The frame is cut into segments of predicted motion |qd tau + qdd tau^2 / 2| <= ``radius`` (q units), each
+    integrated with ``n_sub`` / segments (at least one) implicit-midpoint substeps on a LocalModel anchored at the
+    segment's predicted midpoint q + qd tau / 2 + qdd tau^2 / 8, second order along the velocity there and the
+    acceleration. About the midpoint the model's error in the Hessian is odd in time and cancels over the
+    segment, so the scheme stays second order (anchored at the segment start it is first order: the Coriolis
+    term then lags by a Hessian change O(tau)). Each new anchor is checked against the previous model
+    (``model``, None = no check). Raises ModelDisagrees when they disagree beyond ``agree_tol`` or the state
+    leaves the box of ``radius`` around the anchor, StepRejected as ``step_midpoint``.
+    """
+    from kinemesh.dynamics.local import anchor
+
+    s, n_new, err_max = state, 0, 0.0
+    if s.qdd is None or not _finite(s.qdd):  # the acceleration on a first-order model at q
+        s = State(s.q, s.qd, s.t, acceleration(system, s.q, s.qd, s.t, local=anchor(system, s.q, [s.qd])))
+        n_new += 1
+    reach = float((s.qd.abs() * frame_dt + 0.5 * s.qdd.abs() * frame_dt ** 2).max())
+    n_seg = max(1, int(math.ceil(reach / radius))) if math.isfinite(radius) else 1
+    m = max(1, int(math.ceil(n_sub / n_seg)))
+    tau = frame_dt / n_seg
+    for _ in range(n_seg):
+        v = s.qd + 0.5 * tau * s.qdd
+        new = anchor(system, s.q + 0.5 * tau * s.qd + tau * tau / 8.0 * s.qdd, [v, s.qdd])
+        n_new += 1
+        if model is not None:
+            err = model.disagreement(new, v, size)
+            if not err <= agree_tol:
+                raise ModelDisagrees(f"local model and network disagree by {err:.3g} of the size")
+            err_max = max(err_max, err)
+        model = new
+        for _ in range(m):
+            s = step_midpoint(system, s, tau / m, local=model)
+            if _runaway(system, s, runaway_std):
+                raise StepRejected(f"state ran beyond {runaway_std:g} prior standard deviations")
+            if float((s.q - model.q).abs().max()) > radius:
+                raise ModelDisagrees(f"the state left the trust box of {radius:.3g} around the anchor")
+    return s, model, n_seg * m, n_new, err_max
 
 
 def _size(system: System) -> float:

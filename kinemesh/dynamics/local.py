@@ -1,0 +1,124 @@
+"""A local Taylor model of the decoder, refreshed per frame: the integrator ``local`` (issue 17).
+
+Every equation-of-motion evaluation of the exact integrator decodes 2 k + 3 latent states through the network.
+Instead, at an anchor q_a the network is evaluated once with its Jacobian J_a and the second derivatives along
+r orthonormal directions U = (u_1 .. u_r) (the velocity qd and the part of the acceleration across it), and the
+substeps are integrated on the quadratic model
+
+    x(q) ~ x_a + J_a d + 1/2 H~[d, d],   d = q - q_a,   P = U^T U,
+    H~[a, b] = H[P a, b] + H[a, P b] - H[P a, P b],
+
+the Hessian H = d2x/dq2 restricted to the pairs that involve span(U) (exact there; r k mixed derivatives
+H[u_r, e_i]). Along the motion (d in span(U)) the model is exact to second order, so the velocity-product term
+H~[qd, qd] is exact at the anchor and the model's Jacobian follows the motion to first order; across it J is
+held at J_a. The model is an exact quadratic map, so masses, forces, the velocity product and the energies follow
+from it with a few small dense ops (no network), and the substeps are a Lagrangian system of their own
+(NeuROK Sec. 5.2, Eq. 3, on the model). The rollout re-anchors at every frame end and when q leaves a trust box
+around q_a; each new anchor decodes the network at the state the model reached and checks their disagreement
+there (``LocalModel.disagreement``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch.func import jvp
+
+from kinemesh.dynamics.eom import Kinematics, decoder_dtype
+from kinemesh.dynamics.system import System
+
+
+@dataclass
+class LocalModel:
+    """Quadratic model of the decoded points about q (module docstring). float64.
+
+    Attributes
+    ----------
+    q : (k,) anchor state.
+    x : (P, 3) network points at q, metres.
+    J : (k, P, 3) network Jacobian at q, J[i] = dx/dq_i.
+    U : (r, k) orthonormal directions of the second-order term (r = 0: first-order model, J constant).
+    G : (r, k, P, 3) G[r, i] = H[u_r, e_i].
+    """
+
+    q: torch.Tensor
+    x: torch.Tensor
+    J: torch.Tensor
+    U: torch.Tensor
+    G: torch.Tensor
+
+    def __post_init__(self):
+        self.Huu = torch.einsum("rips,li->rlps", self.G, self.U)  # H[u_r, u_l] (r, r, P, 3)
+
+    def _along(self, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(s = U v (r,), R = H[u_r, v] - sum_l H[u_r, u_l] s_l (r, P, 3), H~[e_i, v] (k, P, 3))."""
+        s = self.U @ v
+        R = torch.einsum("rips,i->rps", self.G, v) - torch.einsum("rlps,l->rps", self.Huu, s)
+        return s, R, torch.einsum("r,rips->ips", s, self.G) + torch.einsum("ri,rps->ips", self.U, R)
+
+    def kinematics(self, q: torch.Tensor, qd: torch.Tensor | None = None) -> Kinematics:
+        """Model points x (P, 3), Jacobian J (k, P, 3) = J_a + H~[d, .], and (with ``qd``) xd = J qd and
+        H~[qd, qd] (P, 3) at q (k,)."""
+        d = q.double() - self.q
+        s, R, Hd = self._along(d)
+        x = self.x + torch.einsum("ipc,i->pc", self.J, d) + torch.einsum(
+            "r,rpc->pc", s, R + 0.5 * torch.einsum("rlpc,l->rpc", self.Huu, s))
+        out = Kinematics(x=x, J=self.J + Hd)
+        if qd is not None:
+            qd = qd.double()
+            out.xd = torch.einsum("ipc,i->pc", out.J, qd)
+            out.hqq = torch.einsum("ipc,i->pc", self._along(qd)[2], qd)
+        return out
+
+    def coupling(self, system: System, q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """C = d/dqd [J^T diag(m) H~[qd, qd]] = 2 J^T diag(m) H~[., v] (k, k) of the model at (q, v)."""
+        Hv = self._along(v.double())[2]
+        return 2.0 * torch.einsum("ipc,p,jpc->ij", self.kinematics(q).J, system.point_mass, Hv)
+
+    def disagreement(self, other: LocalModel, qd: torch.Tensor, size: float) -> float:
+        """Model vs network at the anchor q_b of ``other`` (whose x, J are the network's) and velocity qd (k,):
+        the larger of max_p |x_model - x_network| / size and max_p |xd_model - xd_network| / max_p |xd_network|
+        (positions as a fraction of the object size, point velocities as a fraction of the fastest point's)."""
+        kin = self.kinematics(other.q, qd)
+        xd = torch.einsum("ipc,i->pc", other.J, qd.double())
+        dx = float((kin.x - other.x).norm(dim=-1).max()) / size
+        dv = float((kin.xd - xd).norm(dim=-1).max()) / max(float(xd.norm(dim=-1).max()), 1e-300)
+        return max(dx, dv)
+
+
+def anchor(system: System, q: torch.Tensor, directions=(), tol: float = 1e-3) -> LocalModel:
+    """The LocalModel of ``system.decoder`` at q (k,), second order along ``directions`` (vectors (k,),
+    orthonormalised in order; one that is zero or within ``tol`` of the span of the previous ones is dropped).
+
+    ``system.derivatives == "fd"``: one batched decode of the (r + 1)(k + 1) states q, q + h e_i, q + h u_r and
+    q + h u_r + h e_i (forward differences, h = ``system.fd_step``; a FloatingDecoder decodes its shared latent
+    parts once); ``"jvp"``: forward-mode J (k tangents at once) and a JVP of a JVP for each H[u_r, e_i].
+    """
+    dt = decoder_dtype(system)
+    f = system.decoder.points
+    k = int(q.shape[0])
+    U = torch.zeros(0, k, dtype=torch.float64)
+    for v in directions:
+        v = v.double()
+        w = v - U.T @ (U @ v)
+        n = float(torch.linalg.norm(w))
+        if n > 0 and n > tol * float(torch.linalg.norm(v)):
+            U = torch.cat([U, (w / n)[None]])
+    qq = q.detach().to(dt)
+    E = torch.eye(k, dtype=dt)
+    with torch.no_grad():
+        if system.derivatives == "fd":
+            h = float(system.fd_step)
+            base = torch.cat([qq[None], qq + h * E])  # (k + 1, k)
+            X = getattr(system.decoder, "points_nograd", f)(
+                torch.cat([base] + [base + h * u.to(dt) for u in U])).double().reshape(len(U) + 1, k + 1, -1, 3)
+            J = (X[0, 1:] - X[0, :1]) / h
+            G = (X[1:, 1:] - X[1:, :1] - X[:1, 1:] + X[:1, :1]) / (h * h)  # (r, k, P, 3)
+            return LocalModel(q.double().clone(), X[0, 0], J, U, G)
+        Q = qq.expand(k, k).contiguous()
+        x, J = jvp(f, (Q,), (E,))
+        G = [jvp(lambda z, t=u.to(dt).expand(k, k).contiguous(): jvp(f, (z,), (t,))[1], (Q,), (E,))[1].double()
+             for u in U]
+        G = torch.stack(G) if G else torch.zeros(0, k, *x.shape[1:], dtype=torch.float64)
+        return LocalModel(q.double().clone(), x[0].double(), J.double(), U, G)
