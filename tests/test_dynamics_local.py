@@ -84,20 +84,22 @@ def test_model_is_a_consistent_quadratic_map_float64():
 @pytest.mark.parametrize("stiffness", [2.0, 0.0])
 def test_local_rollout_agrees_with_network_rollout_on_toy_cabinet(stiffness):
     """The lid falls under gravity into a barrier while the drawer slides (tanh-curved joints, nonlinear mass
-    matrix): over 45 frames the local-model rollout stays within 2.5 % of the motion of the network's converged
-    implicit-midpoint rollout (32 substeps per frame; measured 1.4 % and 0.3 %, the default 2-substep network
-    rollout is off by 2.1 % and 4.6 %), with every accepted anchor within the disagreement tolerance."""
+    matrix): over 45 frames the local-model rollout stays within 1.5 % of the motion of the network's converged
+    implicit-midpoint rollout (32 substeps per frame; measured 0.87 % and 0.41 %, while the default 2-substep
+    network rollout is off by 2.1 % and 4.6 %), with every accepted anchor within the disagreement tolerance.
+    The toy's tanh joints saturate within one prior std, so its trust box is 0.1 (the default is for the
+    trained decoder)."""
     kw = dict(stiffness=stiffness, damping_mass=0.2, barrier_stiffness=20.0, barrier_radius=1.0)
     s0 = State(torch.tensor([0.1, -0.2]), torch.tensor([0.6, 0.5]))
     ref = integrate(cabinet_system(**kw), s0, 46, fps=30.0, substeps=32, integrator="midpoint")
     sysm = cabinet_system(**kw)
-    loc = integrate(sysm, s0, 46, fps=30.0, integrator="local", radius=0.25, agree_tol=0.01)
+    loc = integrate(sysm, s0, 46, fps=30.0, integrator="local", radius=0.1, agree_tol=0.01)
     with torch.no_grad():
         xr, xl = sysm.decoder.points(torch.as_tensor(ref.q)), sysm.decoder.points(torch.as_tensor(loc.q))
     motion = float((xr - xr[0]).norm(dim=-1).max())
     dev = float((xl - xr).norm(dim=-1).max())
     assert motion > 0.9  # the lid really swings (metres; the cabinet is 1.1 m wide)
-    assert dev < 0.025 * motion, (dev, motion)
+    assert dev < 0.015 * motion, (dev, motion)
     assert loc.anchors >= 45 and 0 < loc.disagreement <= 0.01 and loc.exact_frames == 0
     assert abs(loc.total[-1] - ref.total[-1]) < 0.02 * ref.total[0]
 
@@ -119,10 +121,10 @@ def test_local_is_second_order_in_the_segment_length():
 
 def test_local_conserves_energy_without_damping():
     """On each model the substeps are an exact Lagrangian system and the models agree where they meet: total
-    energy drifts < 1 % over 60 frames (measured 0.65 %, the network's own midpoint steps 0.22 %)."""
+    energy drifts < 1 % over 60 frames (measured 0.72 %, the network's own midpoint steps 0.22 %)."""
     sysm = cabinet_system(stiffness=2.0)
     out = integrate(sysm, State(torch.tensor([0.3, -0.4]), torch.tensor([1.0, 1.5])), 61, fps=30.0,
-                    substeps=4, integrator="local", radius=0.25)
+                    substeps=4, integrator="local", radius=0.1)
     assert out.energy_drift < 0.01, out.energy_drift
     assert np.ptp(out.kinetic) > 0.1 * np.max(out.kinetic)
 

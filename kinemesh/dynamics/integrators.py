@@ -33,8 +33,8 @@ INTEGRATORS = ("midpoint", "rk4", "local")
 LOCAL_RADIUS = 0.5
 """Trust box of the ``local`` integrator: re-anchor when a coordinate moved this far (prior std) from q_a."""
 LOCAL_TOL = 0.01
-"""``local``: largest accepted model-vs-network disagreement at a new anchor (``LocalModel.disagreement``:
-positions as a fraction of the object size, point velocities as a fraction of the fastest point's)."""
+"""``local``: largest accepted model-vs-network disagreement at a new anchor, fraction of the object size
+(``LocalModel.disagreement``: the position error and the one the velocity error adds over a frame)."""
 LOCAL_RETRIES = 3
 """``local``: a frame whose model disagrees is redone with half the trust box and twice the substeps this many
 times, then with the network's own implicit-midpoint steps."""
@@ -244,7 +244,7 @@ def _runaway(system: System, state: State, limit: float) -> bool:
 def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, substeps: int = 2,
              integrator: str = "midpoint", max_halvings: int = 6, runaway_std: float | None = None,
              energy_check: bool = True, progress: bool = False, max_dq: float = 0.25,
-             max_substeps: int = 512, radius: float = LOCAL_RADIUS, agree_tol: float = LOCAL_TOL) -> Rollout:
+             max_substeps: int = 512, radius: float | None = None, agree_tol: float | None = None) -> Rollout:
     """Roll out ``n_frames`` frames (the first is ``state0``) at ``fps`` with ``substeps`` steps per frame.
 
     Stability guard: when a step is rejected (implicit solve not converging, non-finite or runaway state, or -
@@ -259,9 +259,9 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
     prior standard deviations per step (the decoder is strongly nonlinear over a few std). A state beyond
     ``runaway_std`` (default barrier radius + 9) std counts as diverged.
 
-    ``local`` integrator: ``radius`` is the trust box (q units) and ``agree_tol`` the accepted disagreement
-    (fraction of the object size) of the local model (module docstring); a larger disagreement redoes the frame
-    (``LOCAL_RETRIES``).
+    ``local`` integrator: ``radius`` is the trust box (q units, default ``LOCAL_RADIUS``) and ``agree_tol`` the
+    accepted disagreement (fraction of the object size, default ``LOCAL_TOL``) of the local model (module
+    docstring); a larger disagreement redoes the frame (``LOCAL_RETRIES``).
 
     Raises
     ------
@@ -269,6 +269,8 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
     """
     if runaway_std is None:
         runaway_std = system.barrier_radius + 9.0
+    radius = LOCAL_RADIUS if radius is None else float(radius)
+    agree_tol = LOCAL_TOL if agree_tol is None else float(agree_tol)
     if n_frames < 1:
         raise ConfigError(f"frames must be >= 1, got {n_frames}")
     if not (fps > 0 and math.isfinite(fps)):
@@ -394,7 +396,7 @@ def local_frame(system: System, state: State, model, frame_dt: float, n_sub: int
         new = anchor(system, s.q + 0.5 * tau * s.qd + tau * tau / 8.0 * s.qdd, [v, s.qdd])
         n_new += 1
         if model is not None:
-            err = model.disagreement(new, v, size)
+            err = model.disagreement(new, v, frame_dt, size)
             if not err <= agree_tol:
                 raise ModelDisagrees(f"local model and network disagree by {err:.3g} of the size")
             err_max = max(err_max, err)

@@ -49,42 +49,47 @@ class LocalModel:
     G: torch.Tensor
 
     def __post_init__(self):
-        self.Huu = torch.einsum("rips,li->rlps", self.G, self.U)  # H[u_r, u_l] (r, r, P, 3)
+        k = self.J.shape[0]
+        self._Jf, self._Gf = self.J.reshape(k, -1), self.G.reshape(len(self.U) * k, self.x.numel())  # (k | r k, 3P)
 
-    def _along(self, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(s = U v (r,), R = H[u_r, v] - sum_l H[u_r, u_l] s_l (r, P, 3), H~[e_i, v] (k, P, 3))."""
+    def _coef(self, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(C (k, r k), s = U v (r,), e = v - U^T s (k,)) with H~[e_j, v] = sum_{r, i} C[j, (r, i)] G[r, i]:
+        C[j, r, i] = s_r delta_ij + U[r, j] e_i (module docstring with P = U^T U)."""
         s = self.U @ v
-        R = torch.einsum("rips,i->rps", self.G, v) - torch.einsum("rlps,l->rps", self.Huu, s)
-        return s, R, torch.einsum("r,rips->ips", s, self.G) + torch.einsum("ri,rps->ips", self.U, R)
+        e = v - self.U.T @ s
+        k = v.shape[0]
+        C = s[None, :, None] * torch.eye(k, dtype=v.dtype)[:, None, :] + self.U.T[:, :, None] * e[None, None, :]
+        return C.reshape(k, -1), s, e
 
     def kinematics(self, q: torch.Tensor, qd: torch.Tensor | None = None) -> Kinematics:
         """Model points x (P, 3), Jacobian J (k, P, 3) = J_a + H~[d, .], and (with ``qd``) xd = J qd and
-        H~[qd, qd] (P, 3) at q (k,)."""
+        H~[qd, qd] (P, 3) at q (k,); a few matrix products with the anchor's (J, G) (no per-point loops)."""
         d = q.double() - self.q
-        s, R, Hd = self._along(d)
-        x = self.x + torch.einsum("ipc,i->pc", self.J, d) + torch.einsum(
-            "r,rpc->pc", s, R + 0.5 * torch.einsum("rlpc,l->rpc", self.Huu, s))
-        out = Kinematics(x=x, J=self.J + Hd)
+        C, s, e = self._coef(d)
+        P = self.x.shape[0]
+        # x = x_a + J_a d + sum_r s_r sum_i (e_i + (U^T s)_i / 2) G[r, i]
+        x = self.x + (d @ self._Jf + (s[:, None] * (e + 0.5 * self.U.T @ s)[None]).reshape(-1) @ self._Gf).reshape(P, 3)
+        J = self.J + (C @ self._Gf).reshape(self.J.shape)
+        out = Kinematics(x=x, J=J)
         if qd is not None:
             qd = qd.double()
-            out.xd = torch.einsum("ipc,i->pc", out.J, qd)
-            out.hqq = torch.einsum("ipc,i->pc", self._along(qd)[2], qd)
+            out.xd = (qd @ J.reshape(len(qd), -1)).reshape(P, 3)
+            _, sv, ev = self._coef(qd)  # H~[qd, qd] = sum_r sv_r sum_i (qd_i + ev_i) G[r, i]
+            out.hqq = ((sv[:, None] * (qd + ev)[None]).reshape(-1) @ self._Gf).reshape(P, 3)
         return out
 
     def coupling(self, system: System, q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """C = d/dqd [J^T diag(m) H~[qd, qd]] = 2 J^T diag(m) H~[., v] (k, k) of the model at (q, v)."""
-        Hv = self._along(v.double())[2]
+        Hv = (self._coef(v.double())[0] @ self._Gf).reshape(self.J.shape)
         return 2.0 * torch.einsum("ipc,p,jpc->ij", self.kinematics(q).J, system.point_mass, Hv)
 
-    def disagreement(self, other: LocalModel, qd: torch.Tensor, size: float) -> float:
+    def disagreement(self, other: LocalModel, qd: torch.Tensor, dt: float, size: float) -> float:
         """Model vs network at the anchor q_b of ``other`` (whose x, J are the network's) and velocity qd (k,):
-        the larger of max_p |x_model - x_network| / size and max_p |xd_model - xd_network| / max_p |xd_network|
-        (positions as a fraction of the object size, point velocities as a fraction of the fastest point's)."""
+        max_p max(|x_model - x_network|, dt |xd_model - xd_network|) / size, the position error there and the
+        one its point-velocity error adds over dt seconds, as a fraction of the object size."""
         kin = self.kinematics(other.q, qd)
-        xd = torch.einsum("ipc,i->pc", other.J, qd.double())
-        dx = float((kin.x - other.x).norm(dim=-1).max()) / size
-        dv = float((kin.xd - xd).norm(dim=-1).max()) / max(float(xd.norm(dim=-1).max()), 1e-300)
-        return max(dx, dv)
+        dv = kin.xd - torch.einsum("ipc,i->pc", other.J, qd.double())
+        return float(torch.maximum((kin.x - other.x).norm(dim=-1), dt * dv.norm(dim=-1)).max()) / size
 
 
 def anchor(system: System, q: torch.Tensor, directions=(), tol: float = 1e-3) -> LocalModel:
