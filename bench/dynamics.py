@@ -4,10 +4,12 @@ and batched decoding on the GPU when CUDA is present.
 
     python bench/dynamics.py [--checkpoint DIR] [--frames 120] [--sizes 10000,100000] [--million 1000000]
                              [--real ../shared/real_objects/kitchenmodels__7236] [--threads 1]
+                             [--integrators local,midpoint]
 
 Prints markdown tables. Every kinemesh time includes binding the mesh to the model and the active-subspace
 reduction (``kinemesh.reduce.bind``), the set-up (rest state, boundary conditions), the integration and decoding
-all output frames. The 1M-vertex row runs in a subprocess and reports its peak resident memory
+all output frames; every kinemesh row is run with each of ``--integrators`` (the 1M-vertex row with the first).
+The 1M-vertex row runs in a subprocess and reports its peak resident memory
 (``resource.getrusage``). The machine is shared: the load average is printed with the results.
 """
 
@@ -65,7 +67,7 @@ def load_real(folder: Path):
 
 
 def time_kinemesh(model, vertices, faces, spec, part_ids=None, k_q: int = 8, points: int = 1024) -> dict:
-    """Bind + reduce + simulate + decode; seconds of each stage."""
+    """Bind + reduce + simulate + decode with ``spec.integrator``; seconds of each stage."""
     from kinemesh.dynamics.scene import simulate_mesh
     from kinemesh.reduce import ReductionConfig, bind
 
@@ -75,12 +77,13 @@ def time_kinemesh(model, vertices, faces, spec, part_ids=None, k_q: int = 8, poi
     t1 = time.perf_counter()
     res = simulate_mesh(dec, vertices, faces, spec, part_ids=part_ids, progress=False)
     t2 = time.perf_counter()
-    return {"vertices": len(vertices), "bind_reduce_s": t1 - t0, "setup_s": res.info["setup_s"],
-            "simulate_s": res.info["simulate_s"], "decode_s": res.info["decode_s"], "total_s": t2 - t0,
-            "substeps": res.info["substeps_final"], "frames": res.sequence.frames}
+    return {"vertices": len(vertices), "integrator": spec.integrator, "bind_reduce_s": t1 - t0,
+            "setup_s": res.info["setup_s"], "simulate_s": res.info["simulate_s"], "decode_s": res.info["decode_s"],
+            "total_s": t2 - t0, "substeps": int(res.rollout.substeps.sum()), "anchors": res.info["anchors"],
+            "disagreement": res.info["local_disagreement"], "frames": res.sequence.frames}
 
 
-def poke_spec(vertices, parts, moving: int, frames: int, fps: float):
+def poke_spec(vertices, parts, moving: int, frames: int, fps: float, integrator: str = "local"):
     """Poke the movable part's vertex farthest from the object's centre outwards (0.5 m/s), under gravity."""
     from kinemesh.dynamics.scene import SimulationSpec
 
@@ -90,7 +93,7 @@ def poke_spec(vertices, parts, moving: int, frames: int, fps: float):
     out = vertices[vid] - c
     out[2] = 0.0
     return SimulationSpec(kind="articulated", frames=frames, fps=fps, gravity=True, poke_vertex=vid,
-                          impulse=tuple(out / max(np.linalg.norm(out), 1e-9)), poke_speed=0.5)
+                          impulse=tuple(out / max(np.linalg.norm(out), 1e-9)), poke_speed=0.5, integrator=integrator)
 
 
 def time_or_fail(*a, **kw) -> dict:
@@ -101,7 +104,8 @@ def time_or_fail(*a, **kw) -> dict:
     try:
         return time_kinemesh(*a, **kw)
     except SimulationDivergedError as exc:
-        return {"vertices": len(a[1]), "failed": f"diverged after {time.perf_counter() - t0:.0f} s ({exc})"}
+        return {"vertices": len(a[1]), "integrator": a[3].integrator,
+                "failed": f"diverged after {time.perf_counter() - t0:.0f} s ({exc})"}
 
 
 def million_mesh(args, path: Path) -> None:
@@ -130,12 +134,13 @@ def million_child(args) -> int:
     model = _model(args)
     d = np.load(args.child_million)
     v, f, parts, moving = d["vertices"], d["faces"], d["parts"], int(d["moving"])
+    integrator = args.integrators.split(",")[0]
     if len(np.unique(parts)) > 1:
-        spec = poke_spec(v, parts, moving, args.frames, args.fps)
+        spec = poke_spec(v, parts, moving, args.frames, args.fps, integrator)
     else:
         parts = None
         spec = SimulationSpec(kind="elastic", frames=args.frames, fps=args.fps, poke_vertex=int(np.argmax(v[:, 2])),
-                              impulse=(0.0, 1.0, 0.0), poke_speed=0.8)
+                              impulse=(0.0, 1.0, 0.0), poke_speed=0.8, integrator=integrator)
     r = time_or_fail(model, v, f, spec, part_ids=parts)
     r.pop("frames", None)
     r["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2  # kB on Linux
@@ -144,19 +149,23 @@ def million_child(args) -> int:
 
 
 def print_side_by_side(args, seq, t_mj: float, runs: list) -> None:
-    """The beam table: MuJoCo vs kinemesh (best of the interleaved runs) and their ratios."""
+    """The beam table: MuJoCo vs kinemesh per integrator (best of the interleaved runs) and their ratios."""
     v = seq.rest_vertices
     sim = seq.meta["simulation"]
-    r = min(runs, key=lambda x: x["total_s"])
-    step = min(x["simulate_s"] + x["decode_s"] for x in runs)
     print(f"## Side by side: soft beam, poke ({len(v)} surface vertices), {args.frames} frames, best of "
           f"{args.repeat} interleaved runs (load average now {os.getloadavg()[0]:.1f})\n")
     print("| simulator | degrees of freedom | wall time (s) | speed-up vs MuJoCo |\n|---|---|---|---|")
     print(f"| MuJoCo flexcomp, full order (cage resolution {args.resolution}, step {sim['timestep']} s) | "
           f"{3 * sim['tet_nodes']} ({sim['tet_nodes']} nodes) | {t_mj:.2f} | 1.00 |")
-    print(f"| kinemesh latent, total (bind + reduce + set-up + simulate + decode) | 8 + 6 rigid | "
-          f"{r['total_s']:.2f} | {t_mj / r['total_s']:.2f} |")
-    print(f"| kinemesh latent, simulate + decode | 8 + 6 rigid | {step:.2f} | {t_mj / step:.2f} |\n", flush=True)
+    for name in args.integrators.split(","):
+        mine = [x for x in runs if x["integrator"] == name]
+        r = min(mine, key=lambda x: x["total_s"])
+        step = min(x["simulate_s"] + x["decode_s"] for x in mine)
+        print(f"| kinemesh latent `{name}`, total (bind + reduce + set-up + simulate + decode) | 8 + 6 rigid | "
+              f"{r['total_s']:.2f} | {t_mj / r['total_s']:.2f} |")
+        print(f"| kinemesh latent `{name}`, simulate + decode ({r['substeps']} substeps, {r['anchors']} anchors) | "
+              f"8 + 6 rigid | {step:.2f} | {t_mj / step:.2f} |")
+    print(flush=True)
 
 
 def _model(args):
@@ -181,6 +190,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=2, help="interleaved MuJoCo / kinemesh beam runs (best of)")
     ap.add_argument("--gpu-batch", type=int, default=16, help="latent states decoded at once in the GPU row")
     ap.add_argument("--skip-beam", action="store_true", help="leave out the side-by-side beam")
+    ap.add_argument("--integrators", default="local,midpoint",
+                    help="comma-separated integrators of the kinemesh rows (default local,midpoint)")
     ap.add_argument("--child-million", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child_million:
@@ -194,7 +205,7 @@ def main(argv=None) -> int:
           f"{os.cpu_count()} CPU cores visible, torch threads {args.threads}, "
           f"{'CUDA ' + torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU'}; "
           f"python {sys.version.split()[0]}; {args.frames} frames at {args.fps:g} fps, {args.points} mass points, "
-          f"k_q = 8, implicit midpoint; load average at start {os.getloadavg()[0]:.1f}\n", flush=True)
+          f"k_q = 8, integrators {args.integrators}; load average at start {os.getloadavg()[0]:.1f}\n", flush=True)
 
     # 1. side by side: the same soft beam, same frames and frame rate
     from kinemesh.dynamics.scene import SimulationSpec
@@ -208,9 +219,10 @@ def main(argv=None) -> int:
                                duration=args.frames / args.fps, resolution=args.resolution)
         t_mj = min(t_mj, time.perf_counter() - t0)
         v = seq.rest_vertices.astype(np.float64)
-        spec = SimulationSpec(kind="elastic", frames=args.frames, fps=args.fps,
-                              poke_vertex=int(np.argmax(v[:, 2])), impulse=(0.0, 1.0, 0.0), poke_speed=0.8)
-        runs.append(time_kinemesh(model, v, seq.faces.astype(np.int64), spec, points=args.points))
+        for name in args.integrators.split(","):
+            spec = SimulationSpec(kind="elastic", frames=args.frames, fps=args.fps, integrator=name,
+                                  poke_vertex=int(np.argmax(v[:, 2])), impulse=(0.0, 1.0, 0.0), poke_speed=0.8)
+            runs.append(time_kinemesh(model, v, seq.faces.astype(np.int64), spec, points=args.points))
     if runs:
         print_side_by_side(args, seq, t_mj, runs)
 
@@ -220,8 +232,9 @@ def main(argv=None) -> int:
         v0, f0, p0, moving = load_real(args.real)
         meshes = [(v0, f0, p0)] + [subdivide_to(v0, f0, p0, int(n)) for n in args.sizes.split(",") if n]
         for v, f, p in meshes:
-            spec = poke_spec(v, p, moving, args.frames, args.fps)
-            rows.append(time_or_fail(model, v, f, spec, part_ids=p, points=args.points))
+            for name in args.integrators.split(","):
+                spec = poke_spec(v, p, moving, args.frames, args.fps, name)
+                rows.append(time_or_fail(model, v, f, spec, part_ids=p, points=args.points))
     else:
         print(f"(real object {args.real} not found: articulated rows skipped)\n")
     if args.million:
@@ -231,7 +244,8 @@ def main(argv=None) -> int:
             mesh = Path(tmp) / "million.npz"
             million_mesh(args, mesh)
             out = subprocess.run([sys.executable, __file__, "--child-million", str(mesh), "--frames", str(args.frames),
-                                  "--fps", str(args.fps), "--threads", str(args.threads)]
+                                  "--fps", str(args.fps), "--threads", str(args.threads),
+                                  "--integrators", args.integrators]
                                  + (["--checkpoint", args.checkpoint] if args.checkpoint else []),
                                  capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
         line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
@@ -242,15 +256,17 @@ def main(argv=None) -> int:
     if rows:
         print(f"## Real articulated object ({args.real.name}: the door poked outwards at 0.5 m/s under gravity), "
               f"{args.frames} frames\n")
-        print("| vertices | bind + reduce (s) | set-up (s) | simulate (s) | decode (s) | total (s) | peak RSS (GB) |")
-        print("|---|---|---|---|---|---|---|")
+        print("| vertices | integrator | bind + reduce (s) | set-up (s) | simulate (s) | decode (s) | total (s) | "
+              "substeps | anchors | peak RSS (GB) |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             if "failed" in r:
-                print(f"| {r['vertices']} | {r['failed']} |  |  |  |  |  |")
+                print(f"| {r['vertices']} | {r['integrator']} | {r['failed']} |  |  |  |  |  |  |  |")
                 continue
             rss = f"{r['peak_rss_gb']:.2f}" if "peak_rss_gb" in r else "-"
-            print(f"| {r['vertices']} | {r['bind_reduce_s']:.2f} | {r['setup_s']:.2f} | {r['simulate_s']:.2f} | "
-                  f"{r['decode_s']:.2f} | {r['total_s']:.2f} | {rss} |")
+            print(f"| {r['vertices']} | {r['integrator']} | {r['bind_reduce_s']:.2f} | {r['setup_s']:.2f} | "
+                  f"{r['simulate_s']:.2f} | {r['decode_s']:.2f} | {r['total_s']:.2f} | {r['substeps']} | "
+                  f"{r['anchors']} | {rss} |")
         print()
 
     # 3. GPU: a batch of latent states decoded at once (only when CUDA is present; not run on the CPU machine)

@@ -35,6 +35,9 @@ LOCAL_RADIUS = 0.5
 LOCAL_TOL = 0.01
 """``local``: largest accepted model-vs-network disagreement at a new anchor, fraction of the object size
 (``LocalModel.disagreement``: the position error and the one the velocity error adds over a frame)."""
+LOCAL_DIRECTIONS = 1
+"""``local``: second-order directions of each anchor, the velocity (1) and the acceleration (2); each costs
+k + 1 decoded states on top of the k + 1 of x and J."""
 LOCAL_RETRIES = 3
 """``local``: a frame whose model disagrees is redone with half the trust box and twice the substeps this many
 times, then with the network's own implicit-midpoint steps."""
@@ -323,9 +326,11 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
                     e = energies(system, s)
                 if not all(math.isfinite(v) for v in e.values()):
                     raise StepRejected("non-finite energy")
-                if energy_check and not system.forces and e["total"] - e_prev["total"] > 0.05 * escale:
+                # a frame of network steps after local ones compares with the network's energy at its start
+                e0_f = energies(system, state) if exact and cur is not None else e_prev
+                if energy_check and not system.forces and e["total"] - e0_f["total"] > 0.05 * escale:
                     raise (ModelDisagrees if local and not exact else StepRejected)(
-                        f"energy grew by {e['total'] - e_prev['total']:.3g} J in one frame")
+                        f"energy grew by {e['total'] - e0_f['total']:.3g} J in one frame")
                 break
             except ModelDisagrees as exc:
                 # this frame only: half the trust box and twice the substeps, after LOCAL_RETRIES tries the
@@ -393,7 +398,7 @@ def local_frame(system: System, state: State, model, frame_dt: float, n_sub: int
     tau = frame_dt / n_seg
     for _ in range(n_seg):
         v = s.qd + 0.5 * tau * s.qdd
-        new = anchor(system, s.q + 0.5 * tau * s.qd + tau * tau / 8.0 * s.qdd, [v, s.qdd])
+        new = anchor(system, s.q + 0.5 * tau * s.qd + tau * tau / 8.0 * s.qdd, [v, s.qdd][:LOCAL_DIRECTIONS])
         n_new += 1
         if model is not None:
             err = model.disagreement(new, v, frame_dt, size)
