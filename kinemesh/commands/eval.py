@@ -148,7 +148,7 @@ def _dynamics(args) -> int:
     res = evaluate(cfg)
     print(render(res.rows))
     write_text(args.out, report(res, cfg, command_line(
-        "dynamics", args, "data checkpoint per_scenario scenarios frames k_q points barrier_radius samples")))
+        "dynamics", args, " ".join(f.name for f in fields(DynamicsEvalConfig)))))
     print(f"wrote {args.out}")
     return 0
 
@@ -172,8 +172,7 @@ def _real(args) -> int:
     print(render(rows))
     if args.out:
         write_text(args.out, json.dumps({"summary": summarize(rows), "rows": rows, "args": {
-            k: getattr(cfg, k) for k in ("real", "split", "checkpoint", "frames", "points", "samples",
-                                         "max_vertices", "seed")}}, indent=1) + "\n")
+            f.name: getattr(cfg, f.name) for f in fields(RealEvalConfig)}}, indent=1) + "\n")
     return 0
 
 
