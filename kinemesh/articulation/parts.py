@@ -62,7 +62,7 @@ def load_parts(path: str | os.PathLike, labels: str | os.PathLike | None = None,
         if seq.part_ids is None:
             face_parts, names = read_part_labels(labels, f, len(v), p.name) if labels is not None else (None, [])
             return _split(v, f, face_parts, names, labels is not None, p, min_component_fraction)
-        parts = _parts_from_vertex_ids(v, f, np.asarray(seq.part_ids), names, labs)
+        parts = parts_from_vertex_ids(v, f, np.asarray(seq.part_ids), names, labs)
         return static_object(parts, p.stem, seq.meta.get("category", "unknown"), seq.meta.get("joints", []))
     if p.suffix.lower() not in MESH_SUFFIXES:
         raise InputFileError(p, f"unsupported input {p.suffix!r}; use a URDF/PartNet-Mobility folder, .npz "
@@ -75,7 +75,9 @@ def load_parts(path: str | os.PathLike, labels: str | os.PathLike | None = None,
     return _split(v, np.asarray(mesh.faces), face_parts, names, source == "labels", p, min_component_fraction)
 
 
-def _parts_from_vertex_ids(v, f, ids, names, labs) -> list[Part]:
+def parts_from_vertex_ids(v, f, ids, names, labs=()) -> list[Part]:
+    """One Part per id of ``ids`` (N,) (a part id per vertex of v (N, 3), f (M, 3)), named ``names[id]`` and
+    labelled ``labs[id]`` when given; a face belongs to a part when all its vertices do."""
     parts = []
     for pid in np.unique(ids):
         vmask = ids == pid

@@ -7,7 +7,7 @@ import logging
 
 import numpy as np
 
-from kinemesh.data.articulated import ArticulatedObject, Part
+from kinemesh.data.articulated import ArticulatedObject
 from kinemesh.errors import KinemeshError
 
 log = logging.getLogger(__name__)
@@ -19,18 +19,10 @@ def predicted_object(vertices: np.ndarray, faces: np.ndarray, part_ids: np.ndarr
     ``part_names``) with joints predicted from the static shape (``kinemesh.articulation.infer.articulate``).
     Raises KinemeshError when fewer than two parts have geometry."""
     from kinemesh.articulation.infer import articulate, to_articulated
-    from kinemesh.articulation.parts import static_object
+    from kinemesh.articulation.parts import parts_from_vertex_ids, static_object
 
-    v, f, pid = np.asarray(vertices, np.float64), np.asarray(faces, np.int64), np.asarray(part_ids).reshape(-1)
-    parts = []
-    for i, name in enumerate(part_names):
-        fm = pid[f[:, 0]] == i
-        if not fm.any():
-            continue
-        used = np.unique(f[fm])
-        remap = np.full(len(v), -1, np.int64)
-        remap[used] = np.arange(len(used))
-        parts.append(Part(name, v[used], remap[f[fm]]))
+    parts = parts_from_vertex_ids(np.asarray(vertices, np.float64), np.asarray(faces, np.int64),
+                                  np.asarray(part_ids).reshape(-1), part_names)
     obj = static_object(parts)
     return to_articulated(obj, articulate(obj, seed=seed))
 
@@ -57,18 +49,11 @@ def motion_probes(vertices: np.ndarray, faces: np.ndarray, part_ids, part_names:
 
 
 def probes_for(vertices: np.ndarray, faces: np.ndarray, part_ids, part_names, kind: str,
-               source=None, seed: int = 0) -> tuple[np.ndarray | None, str]:
+               obj: ArticulatedObject | None = None, seed: int = 0) -> tuple[np.ndarray | None, str]:
     """Motion probes for ``kinemesh.reduce.bind`` of a mesh of resolved ``kind``: for an articulated one, its
-    parts moved along the joints of ``source`` when it is a URDF / PartNet-Mobility input, else along joints
-    predicted from the static shape (``motion_probes``); None for elastic and cloth objects (bind makes theirs
-    from the geometry). Returns (probes or None, where the joints came from)."""
+    parts moved along the joints of ``obj`` (a URDF / PartNet-Mobility input's ``WorkingMesh.articulation``),
+    else along joints predicted from the static shape (``motion_probes``); None for elastic and cloth objects
+    (bind makes theirs from the geometry). Returns (probes or None, where the joints came from)."""
     if kind != "articulated":
         return None, "geometry"
-    obj = None
-    if source is not None:
-        from kinemesh.data.partnet import load_articulated
-        from kinemesh.geometry.segments import is_articulated_input
-
-        if is_articulated_input(source):
-            obj = load_articulated(source)
     return motion_probes(vertices, faces, part_ids, part_names, obj, seed=seed)

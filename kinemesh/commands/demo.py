@@ -145,10 +145,9 @@ def run(args) -> int:
     from kinemesh.atomic import write_text
     from kinemesh.checks import out_dir
     from kinemesh.commands.simulate import write_outputs
-    from kinemesh.data.partnet import load_articulated
     from kinemesh.dynamics.scene import simulate_mesh, torch_threads
     from kinemesh.errors import ConfigError, SimulationDivergedError
-    from kinemesh.geometry.segments import is_articulated_input, load_segmented
+    from kinemesh.geometry.segments import load_segmented
     from kinemesh.model import load_model
     from kinemesh.reduce import ReductionConfig, bind
     from kinemesh.viz.render import RenderStyle, contact_sheet
@@ -168,7 +167,7 @@ def run(args) -> int:
         t0 = time.perf_counter()
         source = EXAMPLES_DIR / INPUTS[name]
         wm = load_segmented(source)
-        obj = load_articulated(source) if is_articulated_input(source) else None  # the cabinet's hinges
+        obj = wm.articulation  # the cabinet's hinges (None for a mesh file)
         vertices, faces = np.asarray(wm.mesh.vertices, np.float64), np.asarray(wm.mesh.faces, np.int64)
         spec, action = _spec(name, wm, obj, args.frames, args.fps)
         if args.barrier_radius is not None:

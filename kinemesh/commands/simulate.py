@@ -216,7 +216,7 @@ def run(args) -> int:
     from kinemesh.errors import ConfigError
     from kinemesh.articulation.probes import probes_for
     from kinemesh.geometry.kind import resolve_kind
-    from kinemesh.geometry.segments import is_articulated_input, load_segmented
+    from kinemesh.geometry.segments import load_segmented
     from kinemesh.reduce import ReductionConfig, bind
 
     spec = spec_from_args(args)
@@ -236,9 +236,9 @@ def run(args) -> int:
     spec.velocity_vertices = tuple(work(i) for i in spec.velocity_vertices)
     spec.pins = tuple(dict.fromkeys(work(i) for i in spec.pins))
     # a URDF / PartNet-Mobility input is articulated by definition (its links and joints)
-    kind = resolve_kind("articulated" if spec.kind == "auto" and is_articulated_input(args.mesh) else spec.kind,
+    kind = resolve_kind("articulated" if spec.kind == "auto" and wm.articulation is not None else spec.kind,
                         vertices, faces, wm.part_ids)
-    probes, joints_from = probes_for(vertices, faces, wm.part_ids, wm.part_names, kind, args.mesh, seed=args.seed) \
+    probes, joints_from = probes_for(vertices, faces, wm.part_ids, wm.part_names, kind, wm.articulation, seed=args.seed) \
         if args.basis != "prior" else (None, "-")
     with torch_threads(1):
         b = bind(vertices, faces, args.checkpoint, kind=kind, part_ids=wm.part_ids,

@@ -279,6 +279,8 @@ class WorkingMesh:
     part_names: list = None
     part_source: str = "none"
     """Where the parts came from: links (URDF), groups (OBJ), nodes (GLB), labels, auto (grouped components)."""
+    articulation: Any = None
+    """The ArticulatedObject (links and joints) of a URDF / PartNet-Mobility input, else None."""
 
     @property
     def faces(self) -> np.ndarray:

@@ -98,8 +98,9 @@ class FloatingDecoder:
 
 
 def base_anchor_points(points: "np.ndarray", mask: "np.ndarray") -> "np.ndarray":
-    """Three indices (3,) of rest points within ``mask`` (P,) spanning the largest triangle found greedily: the
-    point farthest from the masked centroid, the one farthest from it, the one farthest from their line."""
+    """Three indices (3,) of rest points (or vertices) within ``mask`` spanning the largest triangle found
+    greedily: the point farthest from the masked centroid, the one farthest from it, the one farthest from
+    their line."""
     import numpy as np
 
     idx = np.flatnonzero(mask)
@@ -130,37 +131,45 @@ class BaseFrameDecoder:
     open what moves relative to it. The model keeps each part rigid (component-rigid skinning), so the motion of
     the base is exact from three of its sample points (``anchors``: ``base_anchor_points``); it is smooth in q, so
     the equations of motion differentiate it like any decoder. Same coordinates and prior as the wrapped decoder.
+    ``vertex_anchors``: three base vertices, so ``vertices`` needs no second decode of the points (the base's
+    vertices follow the same rigid motion); None = take the motion from the points.
     """
 
-    def __init__(self, decoder, anchors):
+    def __init__(self, decoder, anchors, vertex_anchors=None):
         self.decoder = decoder
         self.anchors = torch.as_tensor(anchors, dtype=torch.int64).reshape(3)
+        self.vertex_anchors = None if vertex_anchors is None else \
+            torch.as_tensor(vertex_anchors, dtype=torch.int64).reshape(3)
         self.mu_cond = decoder.mu_cond
         self.latent_dim = decoder.latent_dim
         self.rest_points = decoder.rest_points
         self.rest_vertices = decoder.rest_vertices
-        rest = decoder.rest_points.detach()[self.anchors]
-        self._rest_frame, self._rest_origin = _frame3(rest), rest[0]
+        self._rest = decoder.rest_points.detach()[self.anchors]
+        if self.vertex_anchors is not None:
+            self._rest_v = decoder.rest_vertices.detach()[self.vertex_anchors]
 
-    def _to_base(self, anchors_now: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        F = _frame3(anchors_now)  # (..., 3, 3)
-        R = self._rest_frame.to(x) @ F.transpose(-1, -2)  # decoded base -> rest base
-        return (x - anchors_now[..., :1, :]) @ R.transpose(-1, -2) + self._rest_origin.to(x)
+    @staticmethod
+    def _to_base(rest: torch.Tensor, anchors_now: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """x moved by the rigid motion taking the anchors (..., 3, 3) now to their rest positions ``rest``."""
+        R = _frame3(rest).to(x) @ _frame3(anchors_now).transpose(-1, -2)  # decoded base -> rest base
+        return (x - anchors_now[..., :1, :]) @ R.transpose(-1, -2) + rest[0].to(x)
 
     def points(self, q: torch.Tensor) -> torch.Tensor:
         """q (..., k) -> (..., P, 3) metres, in the base part's rest frame."""
         x = self.decoder.points(q)
-        return self._to_base(x[..., self.anchors, :], x)
+        return self._to_base(self._rest, x[..., self.anchors, :], x)
 
     def points_nograd(self, q: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
             x = getattr(self.decoder, "points_nograd", self.decoder.points)(q)
-            return self._to_base(x[..., self.anchors, :], x)
+            return self._to_base(self._rest, x[..., self.anchors, :], x)
 
     def vertices(self, q: torch.Tensor) -> torch.Tensor:
         """q (..., k) -> (..., N, 3) metres, in the base part's rest frame."""
-        x = self.decoder.points(q)
-        return self._to_base(x[..., self.anchors, :], self.decoder.vertices(q))
+        v = self.decoder.vertices(q)
+        if self.vertex_anchors is not None:
+            return self._to_base(self._rest_v, v[..., self.vertex_anchors, :], v)
+        return self._to_base(self._rest, self.decoder.points(q)[..., self.anchors, :], v)
 
     def __getattr__(self, name):  # faces, part ids, knn transfer, ... of the wrapped decoder
         if name == "decoder":

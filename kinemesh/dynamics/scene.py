@@ -262,7 +262,10 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
         rp = decoder.rest_points.detach().double().cpu().numpy()
         vol = {g: float(np.prod(np.ptp(rp[groups == g], axis=0) + 1e-9)) for g in np.unique(groups)}
         base = max(vol, key=vol.get)  # the base part: the largest bounding box
-        decoder = BaseFrameDecoder(decoder, base_anchor_points(rp, groups == base))
+        vg = getattr(decoder, "vertex_groups", None)  # the same part labels per vertex
+        va = None if vg is None else base_anchor_points(decoder.rest_vertices.detach().double().cpu().numpy(),
+                                                         np.asarray(vg).reshape(-1) == base)
+        decoder = BaseFrameDecoder(decoder, base_anchor_points(rp, groups == base), va)
     if rigid:
         decoder = FloatingDecoder(decoder)
     P = int(decoder.rest_points.shape[0])

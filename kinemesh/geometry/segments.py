@@ -40,7 +40,7 @@ def segmented_object(obj, max_vertices: int | None = DEFAULT_MAX_VERTICES, name:
     kept = [n for n in names if owner(n) == n]
     to_part = np.array([kept.index(owner(n)) for n in names], dtype=np.int64)
     wm = working_mesh(v, f, max_vertices, to_part[pid[np.asarray(f)[:, 0]]], name=name)
-    wm.part_names, wm.part_source = kept, "links"
+    wm.part_names, wm.part_source, wm.articulation = kept, "links", obj
     return wm
 
 
