@@ -187,7 +187,7 @@ class ToyCabinetDecoder:
     def latent_for(self, angle: float, slide: float) -> torch.Tensor:
         """A latent (D,) whose pose is (lid ``angle`` rad, drawer ``slide`` m)."""
         s = torch.tensor([np.arctanh(angle / self.max_angle), np.arctanh(slide / self.max_slide)],
-                         dtype=torch.float32)
+                         dtype=self.A.dtype)
         return self.mu_cond + self.A @ s
 
 

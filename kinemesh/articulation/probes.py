@@ -28,32 +28,36 @@ def predicted_object(vertices: np.ndarray, faces: np.ndarray, part_ids: np.ndarr
 
 
 def motion_probes(vertices: np.ndarray, faces: np.ndarray, part_ids, part_names: list[str] | None,
-                  obj: ArticulatedObject | None = None, seed: int = 0) -> tuple[np.ndarray | None, str]:
-    """(probes (n, N, 3) or None, where the joints came from: "given", "predicted" or why there are none) of a
-    segmented articulated mesh; ``obj`` = its articulation when known (a URDF / PartNet-Mobility input),
-    else the joints are predicted. None when the mesh has fewer than two parts or no movable joint results."""
+                  obj: ArticulatedObject | None = None, seed: int = 0
+                  ) -> tuple[np.ndarray | None, str, ArticulatedObject | None]:
+    """(probes (n, N, 3) or None, where the joints came from: "given", "predicted" or why there are none, the
+    articulation used or None) of a segmented articulated mesh; ``obj`` = its articulation when known (a URDF /
+    PartNet-Mobility input), else the joints are predicted. None when the mesh has fewer than two parts or no
+    movable joint results. The articulation is what ``kinemesh.dynamics`` moves the parts along."""
     from kinemesh.geometry.probes import articulated_probes
 
     if part_ids is None or part_names is None or len(np.unique(part_ids)) < 2:
-        return None, "fewer than two parts"
+        return None, "fewer than two parts", None
     source = "given"
     if obj is None or not obj.movable_joints:
         try:
             obj, source = predicted_object(vertices, faces, part_ids, part_names, seed=seed), "predicted"
         except KinemeshError as exc:
             log.info("motion probes: no articulation (%s)", exc)
-            return None, f"no articulation ({exc})"
+            return None, f"no articulation ({exc})", None
     if not obj.movable_joints:
-        return None, f"no movable joint ({source})"
-    return articulated_probes(vertices, part_ids, part_names, obj, seed=seed), source
+        return None, f"no movable joint ({source})", None
+    return articulated_probes(vertices, part_ids, part_names, obj, seed=seed), source, obj
 
 
 def probes_for(vertices: np.ndarray, faces: np.ndarray, part_ids, part_names, kind: str,
-               obj: ArticulatedObject | None = None, seed: int = 0) -> tuple[np.ndarray | None, str]:
+               obj: ArticulatedObject | None = None, seed: int = 0
+               ) -> tuple[np.ndarray | None, str, ArticulatedObject | None]:
     """Motion probes for ``kinemesh.reduce.bind`` of a mesh of resolved ``kind``: for an articulated one, its
     parts moved along the joints of ``obj`` (a URDF / PartNet-Mobility input's ``WorkingMesh.articulation``),
     else along joints predicted from the static shape (``motion_probes``); None for elastic and cloth objects
-    (bind makes theirs from the geometry). Returns (probes or None, where the joints came from)."""
+    (bind makes theirs from the geometry). Returns (probes or None, where the joints came from, the articulation
+    or None)."""
     if kind != "articulated":
-        return None, "geometry"
+        return None, "geometry", None
     return motion_probes(vertices, faces, part_ids, part_names, obj, seed=seed)

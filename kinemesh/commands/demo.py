@@ -172,14 +172,15 @@ def run(args) -> int:
         spec, action = _spec(name, wm, obj, args.frames, args.fps)
         if args.barrier_radius is not None:
             spec.barrier_radius = float(args.barrier_radius)
-        probes = None
+        probes = art = None
         if spec.kind == "articulated":  # the reduced coordinates follow the cabinet's parts along its hinges
-            probes, _ = motion_probes(vertices, faces, wm.part_ids, wm.part_names, obj)
+            probes, _, art = motion_probes(vertices, faces, wm.part_ids, wm.part_names, obj)
         with torch_threads(1):
             dec = bind(vertices, faces, model, kind=spec.kind, part_ids=wm.part_ids, n_points=args.points,
                        reduction=ReductionConfig(k_q=min(args.k_q, model.latent_dim)), probes=probes).decoder
         try:
-            result = simulate_mesh(dec, vertices, faces, spec, part_ids=wm.part_ids, progress=False, category=name)
+            result = simulate_mesh(dec, vertices, faces, spec, part_ids=wm.part_ids, progress=False, category=name,
+                                   articulation=art, part_names=wm.part_names)
         except SimulationDivergedError as exc:  # report it, keep going with the other examples
             failed.append(name)
             lines.append(f"{name}: FAILED ({exc})")

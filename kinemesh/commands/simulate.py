@@ -122,6 +122,9 @@ def register(sub) -> None:
     a.add_argument("--wind", type=_triple, default=None, metavar="X,Y,Z", help="wind velocity (m/s)")
     a.add_argument("--free-base", action="store_true",
                    help="articulated: do not hold the base part (the largest) at rest; by default it stands fixed")
+    a.add_argument("--free-parts", action="store_true",
+                   help="articulated: move the parts as the network decodes them instead of along their joints "
+                        "(the URDF's, else predicted from the static shape); they may then drift off their hinges")
     add_simulation_arguments(p)
     m = p.add_argument_group("model")
     m.add_argument("--k-q", type=int, default=8, help="reduced coordinates k_q (active subspace; default 8)")
@@ -171,7 +174,8 @@ def spec_from_args(args):
         wind=args.wind, seed=args.seed, barrier_radius=getattr(args, "barrier_radius", None),
         young=getattr(args, "young", None), floor=getattr(args, "floor", None),
         friction=getattr(args, "friction", 0.8), rigid=False if getattr(args, "no_rigid", False) else None,
-        fixed_base=False if getattr(args, "free_base", False) else None)
+        fixed_base=False if getattr(args, "free_base", False) else None,
+        joints=not getattr(args, "free_parts", False))
 
 
 def write_outputs(result, out_glb=None, video=None, npz=None, plot_energy=None, fps=30.0, progress=True,
@@ -238,15 +242,16 @@ def run(args) -> int:
     # a URDF / PartNet-Mobility input is articulated by definition (its links and joints)
     kind = resolve_kind("articulated" if spec.kind == "auto" and wm.articulation is not None else spec.kind,
                         vertices, faces, wm.part_ids)
-    probes, joints_from = probes_for(vertices, faces, wm.part_ids, wm.part_names, kind, wm.articulation, seed=args.seed) \
-        if args.basis != "prior" else (None, "-")
+    probes, joints_from, art = probes_for(vertices, faces, wm.part_ids, wm.part_names, kind, wm.articulation,
+                                          seed=args.seed) if args.basis != "prior" else (None, "-", wm.articulation)
     with torch_threads(1):
         b = bind(vertices, faces, args.checkpoint, kind=kind, part_ids=wm.part_ids,
                  reduction=ReductionConfig(k_q=args.k_q, basis=args.basis), n_points=args.points, seed=args.seed,
                  device=args.device, dtype=torch.float64, probes=probes)
     spec.kind = b.kind
     result = simulate_mesh(b.decoder, vertices, faces, spec, part_ids=wm.part_ids, progress=True,
-                            category=str(getattr(args, "category", "unknown")))
+                            category=str(getattr(args, "category", "unknown")), articulation=art,
+                            part_names=wm.part_names)
     seq = result.sequence  # back to the file's vertices (count and order) unless the mesh was decimated
     result.sequence = dataclasses.replace(
         seq, rest_vertices=wm.to_file(seq.rest_vertices), frames=wm.to_file(seq.frames), faces=wm.faces,

@@ -116,6 +116,11 @@ class SimulationSpec:
     """Articulated objects: the base part (the part with the largest bounding box) stands still, as a cabinet on
     the floor (``kinemesh.dynamics.floating.BaseFrameDecoder``), so a drag moves the dragged part and not the
     whole object; None = yes for an articulated object with parts."""
+    joints: bool = True
+    """Articulated objects with an articulation (a URDF's joints, or joints predicted from the static shape,
+    given to ``simulate_mesh``) move every part only along its joint
+    (``kinemesh.dynamics.joints.JointDecoder``), so parts stay on their hinges; False = the parts move as the
+    network decodes them (they may drift off their hinges)."""
     part_stops: bool = True
     """Articulated objects: parts that touch at rest cannot pass through each other's rest surfaces (a lid
     stops on its seat, a door in its frame; ``kinemesh.dynamics.system.PartContacts``)."""
@@ -213,8 +218,11 @@ def rest_state(system: System, n_handles: int = 128, seed: int = 0) -> tuple[tor
 
 
 def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: SimulationSpec,
-                 derivatives: str = "fd") -> tuple[System, dict]:
+                 derivatives: str = "fd", articulation=None, part_names=None) -> tuple[System, dict]:
     """A System for ``decoder`` bound to the mesh (vertices (n, 3) m, faces (m, 3)) and ``spec``.
+
+    ``articulation`` (an ArticulatedObject) and ``part_names`` (the name of every part index of the decoder's
+    ``point_groups``): an articulated object's parts then move along these joints (``spec.joints``).
 
     Returns (system, info) where info records the chosen kind, mass and parameters. Raises ConfigError for
     bad options (negative stiffness/damping/mass, unknown kind, bad vertex ids).
@@ -257,7 +265,16 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
     rigid = (kind in ("elastic", "cloth")) if spec.rigid is None else bool(spec.rigid)
     groups = getattr(decoder, "point_groups", None)
     base = None
-    if kind == "articulated" and spec.fixed_base is not False and groups is not None and len(np.unique(groups)) > 1:
+    joints = kind == "articulated" and spec.joints and articulation is not None and part_names is not None \
+        and groups is not None and len(np.unique(groups)) > 1
+    if joints:  # parts along their joints; the root part held unless --free-base
+        from kinemesh.dynamics.joints import JointDecoder
+
+        decoder = JointDecoder(decoder, articulation, part_names, hold_base=spec.fixed_base is not False)
+        names = list(part_names)
+        base = names.index(articulation.root) if spec.fixed_base is not False and articulation.root in names \
+            else None
+    elif kind == "articulated" and spec.fixed_base is not False and groups is not None and len(np.unique(groups)) > 1:
         groups = np.asarray(groups).reshape(-1)
         rp = decoder.rest_points.detach().double().cpu().numpy()
         vol = {g: float(np.prod(np.ptp(rp[groups == g], axis=0) + 1e-9)) for g in np.unique(groups)}
@@ -320,7 +337,7 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
         system.forces.append(PointForce(fh, torch.as_tensor(_vec(spec.force, "force"))[None]))
     info = {"kind": kind, "mass_kg": mtot, "stiffness_hz": stiff_hz, "damping_per_s": alpha,
             "latent_stiffness": system.stiffness, "mean_generalized_mass": mbar, "k_q": k - 6 * rigid,
-            "rigid_body": rigid, "fixed_base": base is not None, "floor": floor, "barrier_radius": barrier,
+            "rigid_body": rigid, "fixed_base": base is not None, "joints": bool(joints), "floor": floor, "barrier_radius": barrier,
             "points": P, "rest_fit_rms_m": rest_rms, "gravity": list(g)}
     return system, info
 
@@ -466,13 +483,14 @@ def rest_offset(decoder, q_rest) -> np.ndarray:
 
 def simulate_mesh(decoder, vertices: np.ndarray, faces: np.ndarray, spec: SimulationSpec, part_ids=None,
         progress: bool = True, derivatives: str = "fd", category: str = "unknown",
-        rest_correction: bool = True) -> SimulationResult:
+        rest_correction: bool = True, articulation=None, part_names=None) -> SimulationResult:
     """Build the system, solve the initial conditions, integrate and decode: a SimulationResult whose
     ``sequence`` is a KinematicSequence (kind, conditions and energies in ``meta``).
 
     With ``rest_correction`` the residual of the rest fit (rest mesh minus decoded rest state, per vertex) is
     added to every frame, so the animation starts exactly at the input mesh and the model contributes the
-    motion; the correction's size is recorded as ``meta.simulation.rest_fit_rms_m``.
+    motion; the correction's size is recorded as ``meta.simulation.rest_fit_rms_m``. ``articulation`` and
+    ``part_names``: the joints an articulated object's parts move along (``build_system``).
 
     Raises ConfigError for bad options, SimulationDivergedError when unstable even with small steps.
     """
@@ -484,7 +502,8 @@ def simulate_mesh(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simula
         raise ConfigError(f"fps must be > 0, got {spec.fps}")
     with torch_threads(1):
         t0 = time.perf_counter()
-        system, info = build_system(decoder, vertices, faces, spec, derivatives=derivatives)
+        system, info = build_system(decoder, vertices, faces, spec, derivatives=derivatives,
+                                    articulation=articulation, part_names=part_names)
         state0, lead = initial_conditions(system, spec, info)
         relax_stops(system, state0.q)
         stiffen_barrier(system, state0)

@@ -19,7 +19,8 @@ from kinemesh.dynamics.system import State, make_handles
 
 class Session:
     """The mechanical system of ``decoder`` bound to a rest mesh (vertices (N, 3) m, faces (M, 3)) under
-    ``spec`` (per-kind mass, stiffness, damping, barrier: :func:`kinemesh.dynamics.scene.build_system`).
+    ``spec`` (per-kind mass, stiffness, damping, barrier: :func:`kinemesh.dynamics.scene.build_system`);
+    ``articulation`` / ``part_names``: the joints an articulated object's parts move along (``build_system``).
 
     Attributes
     ----------
@@ -29,10 +30,12 @@ class Session:
         mesh starts exactly as loaded (the model supplies the motion).
     """
 
-    def __init__(self, decoder, vertices: np.ndarray, faces: np.ndarray, spec: SimulationSpec):
+    def __init__(self, decoder, vertices: np.ndarray, faces: np.ndarray, spec: SimulationSpec, articulation=None,
+                 part_names=None):
         with torch_threads(1):
-            self.system, self.info = build_system(decoder, vertices, faces, spec)
-        self.decoder = self.system.decoder  # as the dynamics see it (an articulated base held: BaseFrameDecoder)
+            self.system, self.info = build_system(decoder, vertices, faces, spec, articulation=articulation,
+                                                  part_names=part_names)
+        self.decoder = self.system.decoder  # as the dynamics see it (an articulated base held, parts on their joints)
         self.q_rest = self.system.q_rest.detach().cpu().numpy().astype(np.float64)
         offset = rest_offset(self.decoder, self.system.q_rest)
         self.rest_offset = np.asarray(offset, np.float32).reshape(np.shape(vertices))

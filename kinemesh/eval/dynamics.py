@@ -165,8 +165,10 @@ def _conditions(scenario: str, gt, fps: float):
                            friction=float(mat.get("friction", 0.8))), None, None)
 
 
-def rollout(decoder, gt, scenario: str, fps: float, barrier_radius: float | None = None):
-    """Vertices (T, N, 3) of a latent rollout of ``decoder`` with the GT's initial conditions."""
+def rollout(decoder, gt, scenario: str, fps: float, barrier_radius: float | None = None, articulation=None,
+            part_names=None):
+    """(Vertices (T, N, 3), Rollout) of a latent rollout of ``decoder`` with the GT's initial conditions; an
+    articulated object's parts along ``articulation``'s joints when given (``build_system``)."""
     import torch
 
     from kinemesh.dynamics.boundary import impulse_velocity, solve_positions
@@ -178,7 +180,7 @@ def rollout(decoder, gt, scenario: str, fps: float, barrier_radius: float | None
     spec.barrier_radius = None if barrier_radius is None else float(barrier_radius)
     rest = gt.rest_vertices.astype(np.float64)
     with torch_threads(1):
-        system, info = build_system(decoder, rest, gt.faces, spec)
+        system, info = build_system(decoder, rest, gt.faces, spec, articulation=articulation, part_names=part_names)
         q0 = system.q_rest.clone()
         if x0 is not None:
             ids = np.sort(np.random.default_rng(0).choice(len(rest), size=min(256, len(rest)), replace=False))
@@ -230,10 +232,10 @@ def evaluate(cfg: DynamicsEvalConfig) -> Result:
         gt = ground_truth(scenario, i, cfg.frames, folder)
         fps = float((gt.n_frames - 1) / max(float(gt.times[-1] - gt.times[0]), 1e-9))
         rest = gt.rest_vertices.astype(np.float64)
-        probes = None
+        probes = art = names = None
         if cfg.basis != "prior" and KINDS[scenario] == "articulated" and gt.part_ids is not None:
             names = [f"part_{p}" for p in range(int(gt.part_ids.max()) + 1)]
-            probes, _ = motion_probes(rest, gt.faces, gt.part_ids, names, None)  # joints predicted, not the truth
+            probes, _, art = motion_probes(rest, gt.faces, gt.part_ids, names, None)  # joints predicted, not the truth
         with torch_threads(1):
             dec = bind(rest, gt.faces, model, kind=KINDS[scenario], part_ids=gt.part_ids, n_points=cfg.points,
                        reduction=ReductionConfig(k_q=min(cfg.k_q, model.latent_dim), basis=cfg.basis),
@@ -241,7 +243,7 @@ def evaluate(cfg: DynamicsEvalConfig) -> Result:
         res = {"scenario": scenario, "index": i, "object": f"{gt.meta['category']} #{i}", "vertices": len(rest)}
         t0 = time.perf_counter()
         try:
-            pred, roll = rollout(dec, gt, scenario, fps, cfg.barrier_radius)
+            pred, roll = rollout(dec, gt, scenario, fps, cfg.barrier_radius, art, names)
             res["kinemesh"] = _chamfer_frames(pred, gt, cfg.samples)
         except Exception as exc:  # a diverged rollout is a result, not a crash of the benchmark
             log.warning("%s %d: kinemesh rollout failed: %s", scenario, i, exc)

@@ -62,6 +62,8 @@ class RealEvalConfig:
     joints: str = option("predicted", "joints the motion probes follow: predicted from the static shape (what "
                          "simulate does on a segmented mesh) or given by the URDF (what simulate does on a URDF)",
                          choices=("predicted", "given"))
+    free_parts: bool = option(False, "move the parts as the network decodes them, not along those joints "
+                              "(what simulate --free-parts does; the ablation of kinemesh.dynamics.joints)")
     seed: int = option(0)
 
     def __post_init__(self):
@@ -148,8 +150,8 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
     kind = "articulated" if obj.movable_joints else resolve_kind("auto", v, f, pid)  # as kinemesh simulate
     # reduced coordinates from motion probes along joints predicted from the static shape (default: the true
     # joints then only ask for the drags and score them) or given by the URDF (cfg.joints)
-    probes, joints_from = motion_probes(v, f, pid, wm.part_names, obj if cfg.joints == "given" else None,
-                                        seed=cfg.seed) if kind == "articulated" else (None, "-")
+    probes, joints_from, art = motion_probes(v, f, pid, wm.part_names, obj if cfg.joints == "given" else None,
+                                             seed=cfg.seed) if kind == "articulated" else (None, "-", None)
     b = bind(v, f, model, kind=kind, part_ids=pid, reduction=ReductionConfig(k_q=8), n_points=cfg.points,
              seed=cfg.seed, probes=probes)
     row = {"object": path.name, "category": obj.category, "kind": b.kind, "vertices": len(v),
@@ -173,9 +175,10 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
         vid = int(np.flatnonzero(moving)[np.argmax(radial)])
         target = (j.motion(asked)[:3, :3] @ v[vid] + j.motion(asked)[:3, 3])
         spec = SimulationSpec(kind=b.kind, frames=cfg.frames, drag_vertex=vid, drag_to=tuple(target), hold=True,
-                              seed=cfg.seed)
+                              seed=cfg.seed, joints=not cfg.free_parts)
         try:
-            res = simulate_mesh(b.decoder, v, f, spec, part_ids=pid, progress=False)
+            res = simulate_mesh(b.decoder, v, f, spec, part_ids=pid, progress=False, articulation=art,
+                                part_names=wm.part_names)
         except SimulationDivergedError as exc:  # a drag that blows up is a failed drag, not a skipped object
             log.warning("%s, joint %s: %s", path.name, j.name, exc)
             row["drags"].append({"joint": j.name, "type": j.type, "asked": asked, "vertex": vid, "follow": 0.0,

@@ -107,6 +107,19 @@ def cloth_probes(vertices: np.ndarray, angles=(45.0, 90.0)) -> np.ndarray:
     return np.stack([w @ R + c for w in out])
 
 
+def joint_span(joint, child_vertices: np.ndarray) -> tuple[float, float]:
+    """The range (lo, hi) (rad or m) a probe moves ``joint`` over: its limits, else +-pi for a continuous joint,
+    +-90 deg for a revolute one, +-half the child's extent along the axis for a prismatic one (``child_vertices``
+    (n, 3) m; 0.1 m when empty)."""
+    j = joint
+    if j.limits is not None and j.limits[1] - j.limits[0] > 1e-9:
+        return j.limits
+    if j.type in ("revolute", "continuous"):
+        return (-np.pi, np.pi) if j.type == "continuous" else (-0.5 * np.pi, 0.5 * np.pi)
+    half = 0.5 * float(np.ptp(child_vertices @ j.axis)) if len(child_vertices) else 0.1
+    return (-half, half)
+
+
 def articulated_probes(vertices: np.ndarray, part_ids: np.ndarray, part_names: list[str], obj,
                        n_values: int = 4, n_mixed: int = 8, seed: int = 0) -> np.ndarray:
     """Poses of a segmented mesh moved by the joints of ``obj`` (an ArticulatedObject whose part names include
@@ -126,13 +139,7 @@ def articulated_probes(vertices: np.ndarray, part_ids: np.ndarray, part_names: l
         raise ConfigError(f"{obj.name}: parts {missing} of the mesh are not parts of the articulation")
 
     def span(j):
-        if j.limits is not None and j.limits[1] - j.limits[0] > 1e-9:
-            return j.limits
-        if j.type in ("revolute", "continuous"):
-            return (-np.pi, np.pi) if j.type == "continuous" else (-0.5 * np.pi, 0.5 * np.pi)
-        sel = np.isin(pid, [i for i, n in enumerate(part_names) if n == j.child])
-        half = 0.5 * float(np.ptp(v[sel] @ j.axis)) if sel.any() else 0.1
-        return (-half, half)
+        return joint_span(j, v[np.isin(pid, [i for i, n in enumerate(part_names) if n == j.child])])
 
     def pose(values):
         T = obj.part_transforms(values)

@@ -124,6 +124,7 @@ class ViewerApp:
         self.model_status = "kinematic model not loaded"
         self.model_ok = False
         self.reduced = None
+        self._articulation = self._part_names = None  # the joints the dynamics move the parts along
         self.q: np.ndarray | None = None
         self.selected_vertex: int | None = None
         self.drag_target: np.ndarray | None = None
@@ -225,12 +226,14 @@ class ViewerApp:
             torch.set_num_threads(1)
             t0 = time.perf_counter()
             kind = resolve_kind(self._requested_kind(), self.rest_vertices, self.faces, self.part_ids)
-            probes = None
+            probes = self._articulation = self._part_names = None
             if cfg.basis != "prior" and kind == "articulated" and self.part_ids is not None:  # URDF's / predicted
                 obj = self.drawable.articulated
                 names = [p.name for p in obj.parts] if obj is not None else \
                     [f"part_{i}" for i in range(int(np.max(self.part_ids)) + 1)]
-                probes, _ = motion_probes(self.rest_vertices, self.faces, self.part_ids, names, obj)
+                probes, _, self._articulation = motion_probes(self.rest_vertices, self.faces, self.part_ids, names,
+                                                              obj)
+                self._part_names = names
             b = bind(self.rest_vertices, self.faces, cfg.checkpoint, kind=kind,
                      part_ids=self.part_ids, n_points=cfg.n_points, device=cfg.device, probes=probes,
                      reduction=ReductionConfig(k_q=None, max_k=cfg.max_q, n_samples=cfg.subspace_samples,
@@ -363,7 +366,8 @@ class ViewerApp:
             # out of the view without a floor is not what the drag-and-release tool is for
             spec = SimulationSpec(kind=self.dynamics_kind(), gravity=cfg.gravity, stiffness=cfg.stiffness_hz,
                                   damping=cfg.damping, rigid=False, fixed_base=cfg.fixed_base)
-            self._session = Session(self.reduced, self.rest_vertices, self.faces, spec)
+            self._session = Session(self.reduced, self.rest_vertices, self.faces, spec,
+                                    articulation=self._articulation, part_names=self._part_names)
             self.q_rest, self.rest_offset = self._session.q_rest, self._session.rest_offset
             self.q = self.q if self.q is not None else self.q_rest.copy()
         return self._session
