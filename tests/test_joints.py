@@ -26,11 +26,11 @@ class DriftingDecoder:
     """ToyCabinetDecoder whose lid also slides off its hinge by 0.1 m per radian and whose drawer also rises by
     0.2 m per metre of slide (what the network does on real objects); float64."""
 
-    def __init__(self, reach: float = 1.0):
+    def __init__(self, reach: float = 1.0, cross: float = 0.0):
         self.toy = ToyCabinetDecoder(latent_dim=4, n_points=256, subdivisions=1)
         for name in ("A", "mu_cond", "rest_points", "rest_vertices"):
             setattr(self.toy, name, getattr(self.toy, name).double())
-        self.reach = reach
+        self.reach, self.cross = reach, cross
         for name in ("rest_points", "rest_vertices", "mu_cond"):
             setattr(self, name, getattr(self.toy, name).double())
         self.point_groups, self.vertex_part, self.latent_dim = self.toy.point_groups, self.toy.vertex_part, 4
@@ -42,8 +42,9 @@ class DriftingDecoder:
         d[..., 2, 2] = 0.2 * jv[..., 1]
         return x + d[..., part, :]
 
-    def _reached(self, z):  # the latent whose pose is ``reach`` times the joint values of z
-        jv = self.toy.joint_values(z) * self.reach
+    def _reached(self, z):  # the latent whose pose is ``reach`` times the joint values of z, the drawer also
+        jv = self.toy.joint_values(z) * self.reach  # sliding ``cross`` m per radian of the lid
+        jv = torch.stack([jv[..., 0], jv[..., 1] + self.cross * jv[..., 0]], -1)
         s = torch.stack([torch.atanh(jv[..., 0] / self.toy.max_angle), torch.atanh(jv[..., 1] / self.toy.max_slide)], -1)
         return self.toy.mu_cond.to(z) + s @ self.toy.A.to(z).T
 
@@ -109,8 +110,8 @@ class _Reduced(DriftingDecoder):
     """A DriftingDecoder that reaches only ``reach`` of a pose and whose 'encoder' returns the latent of the
     pose's true joint values (the toy's coordinates), as a ReducedDecoder of an encoding instance."""
 
-    def __init__(self, reach):
-        super().__init__(reach)
+    def __init__(self, reach, cross=0.0):
+        super().__init__(reach, cross)
         self.subspace = _Subspace(4)
         self.decoder = self
         self.art = _toy_articulation()
@@ -128,18 +129,24 @@ class _Reduced(DriftingDecoder):
 
 
 def test_joint_decoder_calibration_restores_the_range():
-    """A decoder that reaches only half of every pose: the fitted gains are 2 and the calibrated decoder poses
-    the encoded probe at the asked joint values."""
+    """A decoder that reaches only half of every pose: the fitted calibration is 2 I (gains 2, no cross-talk)
+    and the calibrated decoder poses the encoded probe at the asked joint values."""
     from kinemesh.dynamics.joints import JointDecoder
 
     dec = _Reduced(reach=0.5)
     jd = JointDecoder(dec, dec.art, ["body", "lid", "drawer"])
-    assert jd.gain.numpy() == pytest.approx([2.0, 2.0], rel=0.02)
+    assert jd.calibration.numpy() == pytest.approx(2.0 * np.eye(2), abs=0.04)
     assert jd.offset.abs().max() < 1e-9
     z = dec.toy.latent_for(0.8, 0.15).double()
     assert jd.joint_values(z).numpy() == pytest.approx([0.8, 0.15], rel=0.02)
     raw = JointDecoder(dec, dec.art, ["body", "lid", "drawer"], calibrate=False)
     assert raw.joint_values(z).numpy() == pytest.approx([0.4, 0.075], rel=0.02)
+    # cross-talk: the network also slides the drawer when it turns the lid; the calibration removes it
+    dec = _Reduced(reach=0.5, cross=0.1)
+    jd = JointDecoder(dec, dec.art, ["body", "lid", "drawer"])
+    z = dec.toy.latent_for(0.8, 0.0).double()
+    assert JointDecoder(dec, dec.art, ["body", "lid", "drawer"], calibrate=False).joint_values(z)[1] > 0.03
+    assert jd.joint_values(z).numpy() == pytest.approx([0.8, 0.0], abs=0.01)
 
 
 def test_build_system_moves_parts_along_the_articulation():

@@ -16,8 +16,10 @@ flap turned 9-15 deg (even a latent optimised to the pose reaches 15 deg), so th
 open it further. At construction the decoder poses its rest points along every joint at half and all of its
 range both ways (``kinemesh.geometry.probes.joint_span``), encodes them, and fits one gain per joint, the least-
 squares slope of the asked joint value on the decoded one (offset: the decoded value of the encoded rest
-pose), clipped to [``MIN_GAIN``, ``MAX_GAIN``]; the network still decides which parts a state moves and how
-they move together, the gain only restores the range. ``calibrate=False`` keeps the decoded values.
+pose); in fact one J x J matrix for all J joints, the least-squares map from decoded to asked joint values over
+these single-joint poses, so it also removes cross-talk (the network turning a neighbour door with the dragged
+one), its singular values clipped to ``MAX_GAIN``. The network still decides where a state moves the parts; the
+calibration only restores their range. ``calibrate=False`` keeps the decoded values.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ from kinemesh.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-MIN_GAIN, MAX_GAIN = 0.2, 10.0
-"""Range of the per-joint calibration gains (module docstring)."""
+MAX_GAIN = 10.0
+"""Largest singular value of the joint calibration (module docstring)."""
 MIN_POINTS = 8
 """A part with fewer sample points moves with its parent (its joint stays at 0): the rigid motion of three or
 four points of a small wheel is too noisy to follow (a cart's wheels, 3-4 of 512 points, diverged)."""
@@ -78,10 +80,10 @@ class JointDecoder:
         frame of the mesh, metres); parts of it without geometry (merged fixed links) pass their motion on.
     part_names : name of every part index.
     hold_base : the root part stands still (a cabinet on the floor); False = it follows the network's motion.
-    calibrate : fit the per-joint gains (module docstring; needs a ReducedDecoder of an instance that encodes).
+    calibrate : fit the joint calibration (module docstring; needs a ReducedDecoder of an instance that encodes).
 
     Same coordinates, prior and rest points as ``decoder``. ``joint_values(q)`` (..., J) gives the joint values
-    (rad / m, order of ``joints``). Raises ConfigError when a part of the mesh is not a part of the articulation.
+    (rad / m, order of ``joints``); ``active`` names the joints that can move (parts with ``MIN_POINTS``). Raises ConfigError when a part of the mesh is not a part of the articulation.
     """
 
     def __init__(self, decoder, articulation, part_names, hold_base: bool = True, calibrate: bool = True):
@@ -115,23 +117,29 @@ class JointDecoder:
             if j.movable and j.child not in self._anchors:
                 log.info("%s: joint %s: its part has fewer than %d sample points; it stays at 0", articulation.name,
                          j.name, MIN_POINTS)
-        self.gain = torch.ones(len(self.joints), dtype=torch.float64)
-        self.offset = torch.zeros(len(self.joints), dtype=torch.float64)
+        self.active = [j.name for j in self.joints if j.movable and j.child in self._anchors
+                       and j.parent in self._anchors]  # the joints that can move
+        n = len(self.joints)
+        self.calibration = torch.zeros(n, n, dtype=torch.float64)  # joint values = C (decoded - offset)
+        for i, j in enumerate(self.joints):
+            if j.name in self.active:
+                self.calibration[i, i] = 1.0
+        self.offset = torch.zeros(n, dtype=torch.float64)
         if calibrate:
             self._calibrate()
 
     def _calibrate(self) -> None:
-        """Fit ``gain`` and ``offset`` per joint (module docstring); a no-op for decoders that cannot encode."""
+        """Fit ``calibration`` and ``offset`` (module docstring); a no-op for decoders that cannot encode."""
         from kinemesh.geometry.probes import joint_span
 
         inner, sub = getattr(self.decoder, "decoder", None), getattr(self.decoder, "subspace", None)
         if sub is None or not hasattr(inner, "encode_points"):
             return
         rp = self.decoder.rest_points.detach().double().cpu().numpy()
+        act = [i for i, j in enumerate(self.joints) if j.name in self.active]
         poses, asked = [rp], []
-        for i, j in enumerate(self.joints):
-            if not (j.movable and j.child in self._anchors and j.parent in self._anchors):
-                continue
+        for i in act:
+            j = self.joints[i]
             lo, hi = joint_span(j, rp[self._points_of[j.child].numpy()])
             for value in (0.5 * lo, lo, 0.5 * hi, hi):
                 if abs(value) > 1e-9:
@@ -146,19 +154,27 @@ class JointDecoder:
         with torch.no_grad():
             z = torch.stack([inner.encode_points(p)[0] for p in poses])
             x = self.decoder.points(sub.q(z.to(sub.basis.dtype)).to(self.mu_cond.dtype))
-            raw = self._world(x.reshape(len(poses), -1, 3))[1].double()  # gain 1, offset 0 here
-        self.offset = raw[0].clone()
-        for i in sorted({i for i, _ in asked}):
-            rows = [(r + 1, v) for r, (jj, v) in enumerate(asked) if jj == i]
-            d = torch.stack([raw[r, i] - self.offset[i] for r, _ in rows])
-            a = torch.as_tensor([v for _, v in rows], dtype=torch.float64)
-            num, den = float((a * d).sum()), float((d * d).sum())
-            log.debug("joint %s asked %s decoded %s", self.joints[i].name, a.tolist(), d.tolist())
-            if not (num > 0 and den > 1e-12 and np.isfinite(num / den)):
-                log.info("%s: joint %s: decoded values do not follow the probes; gain 1", self.articulation.name,
-                         self.joints[i].name)
-                continue
-            self.gain[i] = min(max(num / den, MIN_GAIN), MAX_GAIN)
+            raw = self._raw(x.reshape(len(poses), -1, 3))[1].double()
+        offset = raw[0].clone()
+        R = (raw[1:] - offset)[:, act]  # decoded values of the probes (n, a)
+        A = torch.zeros_like(R)  # asked values: the probed joint at its value, the others at rest
+        for r, (i, v) in enumerate(asked):
+            A[r, act.index(i)] = v
+        # least squares (ridge) C_aa = argmin |A - R C^T|^2: the gain of every joint and the cross-talk between
+        # joints (a door that turns its neighbour), singular values clipped to MAX_GAIN
+        RtR = R.T @ R
+        lam = 1e-3 * float(RtR.diagonal().mean()) + 1e-12
+        C = A.T @ R @ torch.linalg.inv(RtR + lam * torch.eye(len(act), dtype=torch.float64))
+        if not bool(torch.isfinite(C).all()):
+            log.info("%s: joint calibration failed (non-finite); decoded values kept", self.articulation.name)
+            return
+        U, S, Vh = torch.linalg.svd(C)
+        C = U @ torch.diag(S.clamp(max=MAX_GAIN)) @ Vh
+        log.debug("%s: joint calibration %s (asked %s, decoded %s)", self.articulation.name, C.tolist(), A.tolist(),
+                  R.tolist())
+        ia = torch.as_tensor(act)
+        self.calibration[ia[:, None], ia[None, :]] = C
+        self.offset = offset
 
     # ------------------------------------------------------------------ kinematics
     def _decoded_motions(self, x: torch.Tensor) -> dict:
@@ -166,29 +182,39 @@ class JointDecoder:
         rp = self.decoder.rest_points.detach().to(x)
         return {n: _rigid_from_anchors(rp[a], x[:, a, :]) for n, a in self._anchors.items()}
 
-    def _world(self, x: torch.Tensor) -> tuple[dict, torch.Tensor]:
-        """(world (R, t) of every articulation part, joint values (B, J)) from decoded points x (B, P, 3)."""
+    def _raw(self, x: torch.Tensor) -> tuple[dict, torch.Tensor]:
+        """(decoded rigid motions of the parts, decoded joint values (B, J)) from decoded points x (B, P, 3): the
+        twist of the child's rotation relative to its parent about a revolute axis, its centroid's slide along
+        a prismatic one (0 for fixed joints and joints that cannot move)."""
         B, dt = x.shape[0], x.dtype
         dec = self._decoded_motions(x)
+        raw = torch.zeros(B, len(self.joints), dtype=dt)
+        for i, j in enumerate(self.joints):
+            if j.name not in self.active:
+                continue
+            (Rdp, tdp), (Rdc, tdc) = dec[j.parent], dec[j.child]
+            Rrel = Rdp.transpose(-1, -2) @ Rdc  # child relative to parent, rest frame
+            axis = torch.as_tensor(j.axis, dtype=dt)
+            if j.type in ("revolute", "continuous"):
+                raw[:, i] = twist_angle(Rrel, axis)
+            elif j.type == "prismatic":
+                c = self._centroid[j.child].to(dt)
+                moved = (Rdp.transpose(-1, -2) @ ((Rdc @ c) + tdc - tdp)[..., None])[..., 0]
+                raw[:, i] = (moved - c) @ axis
+        return dec, raw
+
+    def _world(self, x: torch.Tensor) -> tuple[dict, torch.Tensor]:
+        """(world (R, t) of every articulation part, joint values (B, J)) from decoded points x (B, P, 3): the
+        calibrated joint values, posed by forward kinematics of the joint tree (parents first)."""
+        B, dt = x.shape[0], x.dtype
+        dec, raw = self._raw(x)
+        values = (raw - self.offset.to(dt)) @ self.calibration.to(dt).T
         eye = torch.eye(3, dtype=dt).expand(B, 3, 3)
         zero = torch.zeros(B, 3, dtype=dt)
         world = {self.root: dec[self.root] if (not self.hold_base and self.root in dec) else (eye, zero)}
-        values = []
-        for j in self.joints:
+        for i, j in enumerate(self.joints):
             Rp, tp = world[j.parent]
-            val = torch.zeros(B, dtype=dt)
-            if j.movable and j.child in dec and j.parent in dec:
-                (Rdp, tdp), (Rdc, tdc) = dec[j.parent], dec[j.child]
-                Rrel = Rdp.transpose(-1, -2) @ Rdc  # child relative to parent, rest frame
-                axis = torch.as_tensor(j.axis, dtype=dt)
-                if j.type in ("revolute", "continuous"):
-                    val = twist_angle(Rrel, axis)  # the rotation about the joint axis (its line: below)
-                elif j.type == "prismatic":  # the child's centroid displacement along the axis
-                    c = self._centroid[j.child].to(dt)
-                    moved = (Rdp.transpose(-1, -2) @ ((Rdc @ c) + tdc - tdp)[..., None])[..., 0]
-                    val = (moved - c) @ axis
-            val = self.gain[len(values)].to(dt) * (val - self.offset[len(values)].to(dt))
-            values.append(val)
+            val = values[:, i]
             if j.type in ("revolute", "continuous"):
                 Rj = _axis_rotation(torch.as_tensor(j.axis, dtype=dt), val)
                 o = torch.as_tensor(j.origin, dtype=dt)
@@ -198,7 +224,7 @@ class JointDecoder:
             else:
                 Rj, tj = eye, zero
             world[j.child] = (Rp @ Rj, (Rp @ tj[..., None])[..., 0] + tp)  # parent's motion after the joint's
-        return world, torch.stack(values, -1) if values else torch.zeros(B, 0, dtype=dt)
+        return world, values
 
     def _pose(self, q: torch.Tensor, rest: torch.Tensor, groups: dict, x: torch.Tensor | None = None) -> torch.Tensor:
         qf = q.reshape(-1, q.shape[-1])

@@ -270,7 +270,10 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
     if joints:  # parts along their joints; the root part held unless --free-base
         from kinemesh.dynamics.joints import JointDecoder
 
-        decoder = JointDecoder(decoder, articulation, part_names, hold_base=spec.fixed_base is not False)
+        jd = JointDecoder(decoder, articulation, part_names, hold_base=spec.fixed_base is not False)
+        joints = bool(jd.active)  # no joint can move (parts too small to follow): the base-frame decoder below
+    if joints:
+        decoder = jd
         names = list(part_names)
         base = names.index(articulation.root) if spec.fixed_base is not False and articulation.root in names \
             else None
