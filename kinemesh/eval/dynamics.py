@@ -45,6 +45,8 @@ class DynamicsEvalConfig:
     samples: int = option(2000, "surface samples per Chamfer evaluation", min=1)
     basis: str = option("auto", "what spans the reduced coordinates (kinemesh simulate --basis); a door's probes "
                         "follow joints predicted from its static shape", choices=("auto", "probes", "prior"))
+    integrator: str = option("midpoint", "time integrator of both models (kinemesh simulate --integrator)",
+                             choices=("midpoint", "rk4", "local"))
 
     def __post_init__(self):
         check(self)
@@ -166,7 +168,7 @@ def _conditions(scenario: str, gt, fps: float):
 
 
 def rollout(decoder, gt, scenario: str, fps: float, barrier_radius: float | None = None, articulation=None,
-            part_names=None):
+            part_names=None, integrator: str = "midpoint"):
     """(Vertices (T, N, 3), Rollout) of a latent rollout of ``decoder`` with the GT's initial conditions; an
     articulated object's parts along ``articulation``'s joints when given (``build_system``)."""
     import torch
@@ -177,6 +179,7 @@ def rollout(decoder, gt, scenario: str, fps: float, barrier_radius: float | None
     from kinemesh.dynamics.system import PointForce, State, make_handles
 
     spec, x0, poke = _conditions(scenario, gt, fps)
+    spec.integrator = integrator
     spec.barrier_radius = None if barrier_radius is None else float(barrier_radius)
     rest = gt.rest_vertices.astype(np.float64)
     with torch_threads(1):
@@ -194,7 +197,8 @@ def rollout(decoder, gt, scenario: str, fps: float, barrier_radius: float | None
             else:
                 qd0 = impulse_velocity(system, make_handles(system.decoder, ids), q0, impulses)
         stiffen_barrier(system, State(q0, qd0))
-        roll = integrate(system, State(q0, qd0), gt.n_frames, fps=fps, substeps=spec.substeps)
+        roll = integrate(system, State(q0, qd0), gt.n_frames, fps=fps, substeps=spec.substeps,
+                         integrator=spec.integrator)
         # same rest correction as ``kinemesh simulate``: the motion is added to the exact rest mesh
         frames = decode_vertices(system.decoder, roll.q, rest_offset=rest_offset(system.decoder, system.q_rest))
     return frames, roll
@@ -243,7 +247,7 @@ def evaluate(cfg: DynamicsEvalConfig) -> Result:
         res = {"scenario": scenario, "index": i, "object": f"{gt.meta['category']} #{i}", "vertices": len(rest)}
         t0 = time.perf_counter()
         try:
-            pred, roll = rollout(dec, gt, scenario, fps, cfg.barrier_radius, art, names)
+            pred, roll = rollout(dec, gt, scenario, fps, cfg.barrier_radius, art, names, cfg.integrator)
             res["kinemesh"] = _chamfer_frames(pred, gt, cfg.samples)
         except Exception as exc:  # a diverged rollout is a result, not a crash of the benchmark
             log.warning("%s %d: kinemesh rollout failed: %s", scenario, i, exc)
@@ -251,7 +255,7 @@ def evaluate(cfg: DynamicsEvalConfig) -> Result:
         res["kinemesh_s"] = time.perf_counter() - t0
         lin = LinearDecoder(dec, k=dec.latent_dim, n_samples=128)
         try:
-            pred_lin, _ = rollout(lin, gt, scenario, fps, cfg.barrier_radius)
+            pred_lin, _ = rollout(lin, gt, scenario, fps, cfg.barrier_radius, integrator=cfg.integrator)
             res["pca"] = _chamfer_frames(pred_lin, gt, cfg.samples)
         except Exception as exc:
             log.warning("%s %d: PCA rollout failed: %s", scenario, i, exc)
