@@ -324,3 +324,29 @@ def test_render_rasterizes_only_the_object_box_and_leaves_the_rest_sky(box_mesh)
     assert (img[outside] == sky[outside]).all() and (img[~outside] != sky[~outside]).any(-1).mean() > 0.5
     drawn = (r.render(v + edge * right) != sky).any(-1)  # centred on the right border: half out of the frame
     assert drawn[:, -1].any() and drawn[:, 140:].mean() > 0.05 and not drawn[:, :100].any()
+
+
+def test_contact_sheet_tiles_of_one_motion_share_its_camera(tmp_path, box_mesh):
+    """Tiles given the motion as ``framing`` keep one camera and floor, so a box lifted over the motion is drawn
+    higher in its last tile; framed on their own, the two tiles are the same picture."""
+    import imageio.v3 as iio
+
+    v = np.asarray(box_mesh.vertices)
+    frames = np.stack([v, v + [0.0, 0.0, 1.0]])
+    size = (80, 60)
+
+    def tiles(*framing):
+        path = render.contact_sheet([(frames[0], box_mesh.faces, None, "", *framing),
+                                     (frames[1], box_mesh.faces, None, "", *framing)],
+                                    tmp_path / "sheet.png", cols=2, size=size)
+        img = iio.imread(path).astype(int)
+        a, b = img[4:64, 4:84], img[4:64, 88:168]  # the grid's 4-pixel padding
+        row = lambda t: np.flatnonzero((t.sum(-1) < 200).any(1)).mean()  # noqa: E731  mean row of the outline
+        return a, b, row
+
+    a, b, row = tiles()
+    np.testing.assert_array_equal(a, b)
+    a, b, row = tiles(frames)
+    assert row(b) < row(a) - 5  # lifted: higher in the picture
+    with pytest.raises(render.ConfigError, match="framing"):
+        render.contact_sheet([(v, box_mesh.faces, None, "", frames, frames)], tmp_path / "x.png")
