@@ -112,4 +112,4 @@ def test_demo_videos_show_the_npz_frames_and_stages_are_timed(tmp_path, capsys):
     assert np.abs(last - want.render(seq.frames[2])).mean() < 3  # H.264 noise only
     stages = json.loads((out / "summary.json").read_text())["stage_seconds"]
     assert {"model load", "binding", "simulation", "contact sheet", "waiting for the videos"} <= set(stages)
-    assert all(s >= 0 for s in stages.values())
+    assert all(s >= 0 for s in stages.values()) and stages["videos (writer process, meanwhile)"] > 0

@@ -135,14 +135,19 @@ def measure(name: str, seq, wm, obj=None) -> dict:
             "measure": how}
 
 
-def _video(npz: str, mp4: str, fps: float, azimuth: float) -> str:
-    """Render the KinematicSequence ``npz`` to the video ``mp4`` (run in the demo's writer process)."""
+def _video(npz: str, mp4: str, fps: float, azimuth: float) -> tuple[str, float]:
+    """Render the KinematicSequence ``npz`` to the video ``mp4`` (run in the demo's writer process); returns
+    (the video's path, wall seconds taken)."""
+    import time
+
     from kinemesh.data.sequence import KinematicSequence
     from kinemesh.viz.render import RenderStyle, render_frames
 
+    t = time.perf_counter()
     seq = KinematicSequence.load(npz)
-    return str(render_frames(seq.frames, seq.faces, mp4, fps=fps, part_ids=seq.part_ids, progress=False,
-                             style=RenderStyle(azimuth=azimuth)))
+    path = render_frames(seq.frames, seq.faces, mp4, fps=fps, part_ids=seq.part_ids, progress=False,
+                         style=RenderStyle(azimuth=azimuth))
+    return str(path), time.perf_counter() - t
 
 
 def run(args) -> int:
@@ -237,9 +242,15 @@ def run(args) -> int:
         if sheet:  # while the writer renders the last video
             sheet_path = contact_sheet(sheet, out / "contact_sheet.png", cols=4, style=view)
             lap("contact sheet")
+        videos = 0.0
         for lines, job in reports:
-            print("\n".join(lines + ([f"  {job.result()}"] if job is not None else [])))
+            if job is not None:
+                path, seconds = job.result()
+                lines, videos = lines + [f"  {path}"], videos + seconds
+            print("\n".join(lines))
         lap("waiting for the videos")
+    if videos:
+        stages["videos (writer process, meanwhile)"] = videos
     if sheet:
         print(f"contact sheet: {sheet_path}")
     total = time.perf_counter() - t_start
