@@ -23,6 +23,7 @@ DOCS = [
     ("docs/results/articulation.md", "Articulation (GEOPARD + ATOP)"),
     ("docs/results/physics.md", "Materials and physics test cases (SOPHY)"),
     ("docs/results/real.md", "Real objects, part by part: drag test, prior samples, automatic grouping"),
+    ("docs/results/demo.md", "kinemesh demo wall time (issue 17)"),
 ]
 BENCH = ["geometry", "data", "synth", "model", "ik", "dynamics", "articulation", "viz"]
 

@@ -299,3 +299,54 @@ def test_sequence_axes_follow_the_moving_parent():
             T = obj.part_transforms(c)[j.parent]
             np.testing.assert_allclose(o[t], T[:3, :3] @ j.origin + T[:3, 3], atol=1e-6)
             np.testing.assert_allclose(d[t], T[:3, :3] @ (j.axis / np.linalg.norm(j.axis)), atol=1e-6)
+
+
+def test_render_rasterizes_only_the_object_box_and_leaves_the_rest_sky(box_mesh):
+    """The renderer rasterizes the object's screen box (plus its outline) only: the picture is the same as with
+    the whole frame rasterized, everything outside the box is the sky, and an object leaving the frame is
+    clipped, not an error."""
+    v = np.asarray(box_mesh.vertices)
+    style = render.RenderStyle(floor=False, shadow=False)
+    r = render.SceneRenderer(np.concatenate([v, 3 * v]), box_mesh.faces, size=(160, 120), style=style)
+    cam = r.cameras[0]
+    right, up, _ = cam.basis()
+    edge = 80 / cam.focal * np.linalg.norm(cam.target - cam.eye)  # half the frame's width at the box, metres
+    img = r.render(v)  # a third of the framed size: a small box in the middle
+    # arrows beyond all four borders widen the rasterized box to the whole frame and draw nothing
+    far = [(cam.target + 3 * edge * d, up) for d in (right, -right, up, -up)]
+    np.testing.assert_array_equal(img, r.render(v, axes=far))
+    sky = r.render(v + 100 * up)  # far above the view: nothing of it drawn
+    assert (sky == sky[:, :1]).all() and sky[-1, 0].sum() < sky[0, 0].sum()  # the sky gradient, row by row
+    xy, _ = cam.project(v)
+    (x0, y0), (x1, y1) = np.floor(xy.min(0)).astype(int) - 1, np.ceil(xy.max(0)).astype(int) + 1
+    outside = np.ones(img.shape[:2], bool)
+    outside[y0:y1, x0:x1] = False
+    assert (img[outside] == sky[outside]).all() and (img[~outside] != sky[~outside]).any(-1).mean() > 0.5
+    drawn = (r.render(v + edge * right) != sky).any(-1)  # centred on the right border: half out of the frame
+    assert drawn[:, -1].any() and drawn[:, 140:].mean() > 0.05 and not drawn[:, :100].any()
+
+
+def test_contact_sheet_tiles_of_one_motion_share_its_camera(tmp_path, box_mesh):
+    """Tiles given the motion as ``framing`` keep one camera and floor, so a box lifted over the motion is drawn
+    higher in its last tile; framed on their own, the two tiles are the same picture."""
+    import imageio.v3 as iio
+
+    v = np.asarray(box_mesh.vertices)
+    frames = np.stack([v, v + [0.0, 0.0, 1.0]])
+    size = (80, 60)
+
+    def tiles(*framing):
+        path = render.contact_sheet([(frames[0], box_mesh.faces, None, "", *framing),
+                                     (frames[1], box_mesh.faces, None, "", *framing)],
+                                    tmp_path / "sheet.png", cols=2, size=size)
+        img = iio.imread(path).astype(int)
+        a, b = img[4:64, 4:84], img[4:64, 88:168]  # the grid's 4-pixel padding
+        row = lambda t: np.flatnonzero((t.sum(-1) < 200).any(1)).mean()  # noqa: E731  mean row of the outline
+        return a, b, row
+
+    a, b, row = tiles()
+    np.testing.assert_array_equal(a, b)
+    a, b, row = tiles(frames)
+    assert row(b) < row(a) - 5  # lifted: higher in the picture
+    with pytest.raises(render.ConfigError, match="framing"):
+        render.contact_sheet([(v, box_mesh.faces, None, "", frames, frames)], tmp_path / "x.png")

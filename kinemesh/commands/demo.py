@@ -4,8 +4,9 @@ For each example (an articulated cabinet given by its parts, a soft toy, a cloth
 parts (``kinemesh.geometry.segments.load_segmented``, as ``simulate`` does), bound to the kinematic model,
 reduced to its active subspace and simulated under an action with the latent Lagrangian dynamics; the command
 writes per example an animated GLB, the KinematicSequence ``.npz``, an MP4 and an energy plot, plus one PNG
-contact sheet of all examples, measures the motion it shows against its target (``summary.json``) and prints
-where everything is.
+contact sheet of all examples (one camera per example, as in its video), measures the motion it shows against
+its target (``summary.json``, with the seconds of each stage) and prints where everything is. The videos are
+rendered from the ``.npz`` files in a second process while the next example is simulated.
 """
 
 from __future__ import annotations
@@ -134,9 +135,27 @@ def measure(name: str, seq, wm, obj=None) -> dict:
             "measure": how}
 
 
+def _video(npz: str, mp4: str, fps: float, azimuth: float) -> tuple[str, float]:
+    """Render the KinematicSequence ``npz`` to the video ``mp4`` (run in the demo's writer process); returns
+    (the video's path, wall seconds taken)."""
+    import time
+
+    from kinemesh.data.sequence import KinematicSequence
+    from kinemesh.viz.render import RenderStyle, render_frames
+
+    t = time.perf_counter()
+    seq = KinematicSequence.load(npz)
+    path = render_frames(seq.frames, seq.faces, mp4, fps=fps, part_ids=seq.part_ids, progress=False,
+                         style=RenderStyle(azimuth=azimuth))
+    return str(path), time.perf_counter() - t
+
+
 def run(args) -> int:
     import json
+    import multiprocessing
     import time
+    from collections import Counter
+    from concurrent.futures import ProcessPoolExecutor
 
     import numpy as np
     import torch
@@ -157,58 +176,90 @@ def run(args) -> int:
     if bad or not names:
         raise ConfigError(f"--examples {args.examples!r}: choose from {','.join(EXAMPLES)}")
     out_dir(args.out, args.force)
-    t_start = time.perf_counter()
+    t_start = clock = time.perf_counter()
+    stages = Counter()  # wall seconds of the main process per stage (the videos are rendered meanwhile)
+
+    def lap(stage):
+        nonlocal clock
+        stages[stage] += time.perf_counter() - clock
+        clock = time.perf_counter()
+
     model = load_model(args.checkpoint).to(dtype=torch.float64)
+    lap("model load")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    sheet, lines, failed, summary = [], [], [], {}
+    sheet, reports, failed, summary = [], [], [], {}
     view = RenderStyle(azimuth=VIEW_TURN_DEG)
-    for name in names:
-        t0 = time.perf_counter()
-        source = EXAMPLES_DIR / INPUTS[name]
-        wm = load_segmented(source)
-        obj = wm.articulation  # the cabinet's hinges (None for a mesh file)
-        vertices, faces = np.asarray(wm.mesh.vertices, np.float64), np.asarray(wm.mesh.faces, np.int64)
-        spec, action = _spec(name, wm, obj, args.frames, args.fps)
-        if args.barrier_radius is not None:
-            spec.barrier_radius = float(args.barrier_radius)
-        probes = art = None
-        if spec.kind == "articulated":  # the reduced coordinates follow the cabinet's parts along its hinges
-            probes, _, art = motion_probes(vertices, faces, wm.part_ids, wm.part_names, obj)
-        with torch_threads(1):
-            dec = bind(vertices, faces, model, kind=spec.kind, part_ids=wm.part_ids, n_points=args.points,
-                       reduction=ReductionConfig(k_q=min(args.k_q, model.latent_dim)), probes=probes).decoder
-        try:
-            result = simulate_mesh(dec, vertices, faces, spec, part_ids=wm.part_ids, progress=False, category=name,
-                                   articulation=art, part_names=wm.part_names)
-        except SimulationDivergedError as exc:  # report it, keep going with the other examples
-            failed.append(name)
-            lines.append(f"{name}: FAILED ({exc})")
-            continue
-        paths = write_outputs(result, out / f"{name}.glb", None if args.no_video else out / f"{name}.mp4",
-                              out / f"{name}.npz", out / f"{name}_energy.png", fps=args.fps, progress=False,
-                              title=f"{name}: energy", style=view)
-        seq = result.sequence
-        for i in np.linspace(0, seq.n_frames - 1, 4).astype(int):
-            sheet.append((seq.frames[i], seq.faces, seq.part_ids, f"{name} t={seq.times[i]:.2f}s"))
-        m = summary[name] = {**measure(name, seq, wm, obj), "action": action, "seconds": time.perf_counter() - t0}
-        inf = result.info
-        parts = f", {wm.part_ids.max() + 1} parts ({wm.part_source})" if wm.part_ids is not None else ""
-        lines.append(f"{name} ({inf['kind']}, {len(vertices)} vertices{parts}, {source.name}; {action}): "
-                     f"{m['seconds']:.1f} s (set-up {inf['setup_s']:.1f} s, simulation {inf['simulate_s']:.1f} s, "
-                     f"decoding {inf['decode_s']:.1f} s" + (f"; {len(inf['step_warnings'])} step reductions" if inf["step_warnings"]
-                                                     else "") + ")")
-        lines.append(f"  measured: {m['measure']} = {m['value']:.3g} {m['unit']} (target >= {m['target']:g}: "
-                     f"{'met' if m['met'] else 'MISSED'})")
-        lines += [f"  {p}" for p in paths]
-    for line in lines:
-        print(line)
+    # one writer process renders and encodes an example's video from its .npz while the next one is simulated
+    # (the simulation runs on one torch thread: on 2 cores the other one is free)
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as writer:
+        for name in names:
+            t0 = time.perf_counter()
+            source = EXAMPLES_DIR / INPUTS[name]
+            wm = load_segmented(source)
+            obj = wm.articulation  # the cabinet's hinges (None for a mesh file)
+            vertices, faces = np.asarray(wm.mesh.vertices, np.float64), np.asarray(wm.mesh.faces, np.int64)
+            spec, action = _spec(name, wm, obj, args.frames, args.fps)
+            if args.barrier_radius is not None:
+                spec.barrier_radius = float(args.barrier_radius)
+            lap("mesh load")
+            probes = art = None
+            if spec.kind == "articulated":  # the reduced coordinates follow the cabinet's parts along its hinges
+                probes, _, art = motion_probes(vertices, faces, wm.part_ids, wm.part_names, obj)
+            with torch_threads(1):
+                dec = bind(vertices, faces, model, kind=spec.kind, part_ids=wm.part_ids, n_points=args.points,
+                           reduction=ReductionConfig(k_q=min(args.k_q, model.latent_dim)), probes=probes).decoder
+            lap("binding")
+            try:
+                result = simulate_mesh(dec, vertices, faces, spec, part_ids=wm.part_ids, progress=False,
+                                       category=name, articulation=art, part_names=wm.part_names)
+            except SimulationDivergedError as exc:  # report it, keep going with the other examples
+                failed.append(name)
+                reports.append(([f"{name}: FAILED ({exc})"], None))
+                continue
+            finally:
+                lap("simulation")
+            paths = write_outputs(result, out / f"{name}.glb", None, out / f"{name}.npz", out / f"{name}_energy.png",
+                                  fps=args.fps, title=f"{name}: energy")
+            lap("GLB, NPZ, energy plot")
+            job = None if args.no_video else writer.submit(_video, str(paths[1]), str(out / f"{name}.mp4"),
+                                                           args.fps, VIEW_TURN_DEG)
+            seq = result.sequence
+            for i in np.linspace(0, seq.n_frames - 1, 4).astype(int):  # one camera per example: its motion shows
+                sheet.append((seq.frames[i], seq.faces, seq.part_ids, f"{name} t={seq.times[i]:.2f}s", seq.frames))
+            m = summary[name] = {**measure(name, seq, wm, obj), "action": action,
+                                 "seconds": time.perf_counter() - t0}
+            lap("measure")
+            inf = result.info
+            parts = f", {wm.part_ids.max() + 1} parts ({wm.part_source})" if wm.part_ids is not None else ""
+            steps = f"; {len(inf['step_warnings'])} step reductions" if inf["step_warnings"] else ""
+            reports.append(([
+                f"{name} ({inf['kind']}, {len(vertices)} vertices{parts}, {source.name}; {action}): "
+                f"{m['seconds']:.1f} s (set-up {inf['setup_s']:.1f} s, simulation {inf['simulate_s']:.1f} s, "
+                f"decoding {inf['decode_s']:.1f} s{steps})",
+                f"  measured: {m['measure']} = {m['value']:.3g} {m['unit']} (target >= {m['target']:g}: "
+                f"{'met' if m['met'] else 'MISSED'})", *(f"  {p}" for p in paths)], job))
+        if sheet:  # while the writer renders the last video
+            sheet_path = contact_sheet(sheet, out / "contact_sheet.png", cols=4, style=view)
+            lap("contact sheet")
+        videos = 0.0
+        for lines, job in reports:
+            if job is not None:
+                path, seconds = job.result()
+                lines, videos = lines + [f"  {path}"], videos + seconds
+            print("\n".join(lines))
+        lap("waiting for the videos")
+    if videos:
+        stages["videos (writer process, meanwhile)"] = videos
     if sheet:
-        print(f"contact sheet: {contact_sheet(sheet, out / 'contact_sheet.png', cols=4, style=view)}")
+        print(f"contact sheet: {sheet_path}")
     total = time.perf_counter() - t_start
-    print(f"summary: {write_text(out / 'summary.json', json.dumps({'examples': summary, 'seconds': total}, indent=2))}")
+    stages = {k: round(v, 2) for k, v in stages.items()}
+    report = {"examples": summary, "seconds": total, "stage_seconds": stages}
+    print(f"summary: {write_text(out / 'summary.json', json.dumps(report, indent=2))}")
     if failed:
         raise SimulationDivergedError(f"examples {', '.join(failed)} diverged (see above); the others were written")
+    print("stages (wall s; the videos are rendered meanwhile): " + ", ".join(f"{k} {v:.1f}" for k, v in stages.items()))
     print(f"done in {total:.1f} s; open the .glb files in any glTF viewer "
           f"(e.g. Blender or https://gltf-viewer.donmccurdy.com) or play the .mp4 files")
     return 0
