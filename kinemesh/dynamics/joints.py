@@ -263,3 +263,104 @@ class JointDecoder:
         if name == "decoder":
             raise AttributeError(name)
         return getattr(self.decoder, name)
+
+
+CLOSED_LIMIT = (np.radians(10.0), 0.01)
+"""A revolute (rad) / prismatic (m) limit within this of the rest value 0 is a 'closed' stop (a door in its frame,
+a drawer at its back, a lid on its seat): ``joint_stops`` keeps those; the limits far from rest (how far a part
+opens) are guesses for predicted joints and stay out."""
+
+
+class JointStops:
+    """Closed-joint stops: a joint of a ``JointDecoder`` cannot pass the limit at which its part closes.
+
+    One stop point per stop: the child's sample point farthest from the joint axis (any child point for a
+    prismatic joint), with the plane through its position at the limit whose normal is its direction of motion
+    into the joint's range (a x r for a revolute joint, +-axis for a prismatic one). The signed distance
+    d = (x_i - p) . n is >= 0 inside the range; beyond, f_i = M (k d- - c dd) n with M the child's mass (its
+    sample points' mass) and k = g / depth per kg, the stiffness ``PartContacts`` uses, so a part's weight is
+    carried at ``depth`` m of penetration. Only joints whose parent is the held root (their planes stand still).
+
+    Attributes
+    ----------
+    i : (s,) int64 point indices; anchor : (s, 3) plane points (m); normals : (s, 3); parts : (s,) child names;
+    offset : (s,) m of penetration allowed (0, or where a released state already was: ``relax``).
+    """
+
+    def __init__(self, decoder: "JointDecoder", depth: float, damping_ratio: float = 0.7):
+        rp = decoder.rest_points.detach().double()
+        ii, anchors, normals, parts = [], [], [], []
+        for j in decoder.joints:
+            if j.name not in decoder.active or j.parent != decoder.root or not decoder.hold_base \
+                    or j.limits is None or j.type not in ("revolute", "prismatic"):
+                continue
+            idx = decoder._points_of[j.child]
+            a = torch.as_tensor(j.axis, dtype=torch.float64)
+            o = torch.as_tensor(j.origin, dtype=torch.float64)
+            near = CLOSED_LIMIT[0] if j.type == "revolute" else CLOSED_LIMIT[1]
+            for v, side in ((j.limits[0], 1.0), (j.limits[1], -1.0)):
+                if abs(v) > near:
+                    continue
+                if j.type == "revolute":
+                    r = rp[idx] - o
+                    r = r - (r @ a)[:, None] * a
+                    i = int(idx[int(torch.argmax(r.norm(dim=-1)))])
+                    R = _axis_rotation(a, torch.tensor(float(v), dtype=torch.float64))
+                    p = R @ (rp[i] - o) + o
+                    n = torch.linalg.cross(a, p - o)
+                    n = side * n / n.norm().clamp_min(1e-12)
+                else:
+                    i = int(idx[0])
+                    p, n = rp[i] + float(v) * a, side * a
+                ii.append(i)
+                anchors.append(p)
+                normals.append(n)
+                parts.append(j.child)
+        self.i = torch.as_tensor(ii, dtype=torch.int64)
+        self.anchor = torch.stack(anchors) if anchors else torch.zeros(0, 3, dtype=torch.float64)
+        self.normals = torch.stack(normals) if normals else torch.zeros(0, 3, dtype=torch.float64)
+        self.parts = parts
+        self._counts = torch.as_tensor([len(decoder._points_of[n]) for n in parts], dtype=torch.float64)
+        self.offset = torch.zeros(len(ii), dtype=torch.float64)
+        self.depth, self.damping_ratio = float(depth), float(damping_ratio)
+
+    def __len__(self) -> int:
+        return int(len(self.i))
+
+    @property
+    def stiffness(self) -> float:
+        """k (N/m per kg)."""
+        return 9.81 / self.depth
+
+    def _penetration(self, x: torch.Tensor) -> torch.Tensor:
+        d = ((x[self.i] - self.anchor) * self.normals).sum(-1)
+        return (-d - self.offset).clamp_min(0.0)
+
+    def relax(self, x: torch.Tensor) -> None:
+        """Start at points x (P, 3) (the released state): a stop already passed there is held where it is, not
+        pushed back (no energy at release)."""
+        self.offset = (-((x[self.i] - self.anchor) * self.normals).sum(-1)).clamp_min(0.0).detach().to(self.offset)
+
+    def contact_forces(self, x: torch.Tensor, xd: torch.Tensor | None, point_mass: torch.Tensor) -> torch.Tensor:
+        """(P, 3) forces on points at x (P, 3) with velocities xd (P, 3) (None = at rest)."""
+        f = torch.zeros_like(x)
+        pen = self._penetration(x)
+        if not bool((pen > 0).any()):
+            return f
+        k = self.stiffness
+        dd = torch.zeros_like(pen) if xd is None else (xd[self.i] * self.normals).sum(-1)
+        m = self._counts.to(x) * point_mass[self.i]  # the child's mass
+        fn = m * (k * pen - 2.0 * self.damping_ratio * k ** 0.5 * dd * (pen > 0)).clamp_min(0.0)
+        f.index_add_(0, self.i, fn[:, None] * self.normals)
+        return f
+
+    def gauss_newton(self, x: torch.Tensor, xd: torch.Tensor | None, J: torch.Tensor,
+                     point_mass: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Stiffness and damping (k, k) of the active stops for the implicit solve's preconditioner."""
+        k = J.shape[0]
+        on = self._penetration(x) > 0
+        if not bool(on.any()):
+            return torch.zeros(k, k, dtype=torch.float64), torch.zeros(k, k, dtype=torch.float64)
+        Jg = (J[:, self.i[on]] * self.normals[on]).sum(-1)  # (k, s)
+        M = torch.einsum("ic,c,jc->ij", Jg, self._counts[on] * point_mass[self.i[on]], Jg)
+        return self.stiffness * M, 2.0 * self.damping_ratio * self.stiffness ** 0.5 * M

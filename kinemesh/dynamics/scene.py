@@ -130,6 +130,11 @@ class SimulationSpec:
     seed: int = 0
 
 
+STOP_DEPTH = 1e-2
+"""Closed-joint stops (``kinemesh.dynamics.joints.JointStops``) carry a part's weight at this fraction of the
+object's size of penetration. Demo cabinet, door pushed shut at about 2 rad/s: at 2e-4 (the part stops' value) the
+stop is so stiff against 2 substeps per frame that the bounce threw the door open to 157 deg."""
+
 LEAST_MOTION = 0.3
 """Drags solve for the state that reaches the target while moving the other parts least (``solve_positions``'
 ``least_motion``). Demo cabinet, door_left dragged 80 deg: its neighbour turned 51 -> 4.5 deg with the fine-tuned
@@ -327,6 +332,12 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
         stops = part_contacts(decoder, faces, vertices, base=base)
         if stops is not None:
             system.forces.append(stops)
+        if joints:  # a part closing on its frame stops at its closed limit
+            from kinemesh.dynamics.joints import JointStops
+
+            jstops = JointStops(decoder, depth=STOP_DEPTH * float(np.ptp(vertices, axis=0).max()), damping_ratio=1.0)
+            if len(jstops):
+                system.forces.append(jstops)
     if spec.pins:
         ph = make_handles(decoder, list(spec.pins))
         k_pin = (2 * math.pi * spec.pin_frequency) ** 2 * mtot / len(ph)
@@ -357,7 +368,7 @@ def stiffen_barrier(system: System, state: State, depth: float = 0.5) -> None:
 
 def relax_stops(system: System, q) -> None:
     """Start the part stops (``PartContacts.relax``) at state q (k,): the released pose."""
-    stops = [f for f in system.forces if isinstance(f, PartContacts)]
+    stops = [f for f in system.forces if hasattr(f, "relax")]  # PartContacts, JointStops
     if stops:
         x = kinematics(system, torch.as_tensor(q, dtype=torch.float64)).x
         for f in stops:
