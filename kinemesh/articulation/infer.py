@@ -16,7 +16,9 @@ and returns one :class:`PartPrediction` per part except the root. Steps:
    direction) to pass through the region's centroid when that motion is still valid;
 5. before that, revolute panels (doors, lids, flaps) whose shape names the hinge edge are moved onto it
    (``_hinge_panels`` / ``panel_hinge``): the edge along which the panel touches its parent (a flap stored
-   open), else the edge opposite its handle, when that sweep is valid.
+   open), else the edge opposite its handle, when that sweep is valid;
+6. also with ``check_validity``, wheels (``_roll_wheels`` / ``wheel_axis``: small parts at the object's bottom
+   with a circular outline about a horizontal axis) turn about that axis, whatever their predicted type.
 
 The heuristic baseline picks, among the *valid* box candidates, one by a fixed rule (no learning).
 """
@@ -39,6 +41,7 @@ PANEL_THIN = 0.35  # panel hinge: a part is a panel when its thinnest box side i
 STRIP = (0.7, 0.3, 0.6)  # panel hinge: contact strip = extent along an edge >= [0], across <= [1], centroid >= [2]
 HANDLE = (0.04, 0.6, 0.25)  # panel hinge: protrusion >= [0] x panel width; handle centroid >= [1], lead >= [2]
 LONG_SIDE = 0.6  # panel hinge: a hinge edge is at least this x the panel's other in-plane side
+WHEEL = (0.05, 0.3)  # wheel: outline radius spread <= [0] x its mean (a circle), diameter <= [1] x object size
 
 
 @dataclass
@@ -190,6 +193,7 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
         if grid is not None:
             _hinge_panels(parts, parents, preds, grid, seed=seed)
             _snap_to_contact(parts, parents, preds, grid, seed=seed)
+        _roll_wheels(parts, root, preds, seed=seed)
     for pr in preds.values():
         pr.info.pop("alternatives", None)
     return [preds[p.name] for p in parts if p.name in preds]
@@ -416,6 +420,89 @@ def _hinge_panels(parts, parents, preds, grid, seed: int = 0) -> None:
                 pr.limits = (0.0, span) if sweeps[0].valid else (-span, 0.0)
                 pr.info["moved_to_panel_edge"] = why
                 break
+
+
+def wheel_axis(part: Part, z0: float, size: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray] | None:
+    """The rolling axis of a wheel: (axis (3,) unit, a point (3,) m on it: the circle's centre) when ``part``
+    reaches the object's bottom (``z0`` + 0.02 x ``size``, ``size`` = the object's largest side, m, as in
+    :func:`part_tree`) and its outline about a horizontal box axis (``|z|`` <= 0.3) is a circle: the largest
+    radius in each of 24 sectors around that axis (surface samples) spreads by <= ``WHEEL[0]`` x its mean; the
+    diameter is at most ``WHEEL[1]`` x ``size`` (a wheel is small beside what it carries; a camera's lens cap is
+    not). Else None. Physical reason: a round part the object stands on rolls about its axis, whatever the
+    network reads (small wheels were typed prismatic; measured on data/real_train, outlines of wheels spread
+    <= 0.03, of doors, drawers and casters >= 0.117)."""
+    from kinemesh.articulation.candidates import part_box, perpendicular_axes
+    from kinemesh.geometry.sampling import sample_surface
+
+    if part.vertices[:, 2].min() > z0 + 0.02 * size:
+        return None
+    box = part_box(part.vertices, part.name)
+    q = box.to_box(sample_surface(part.vertices, part.faces, 2000, seed=np.random.default_rng(seed))[0])
+    best = None
+    for k in range(3):
+        u, v = perpendicular_axes(k)
+        if abs(box.axes[k][2]) > 0.3 or max(box.extents[u], box.extents[v]) > WHEEL[1] * size:
+            continue
+        r = np.hypot(q[:, u], q[:, v])
+        sector = ((np.arctan2(q[:, v], q[:, u]) + np.pi) / (2 * np.pi) * 24).astype(int) % 24
+        rmax = np.zeros(24)
+        np.maximum.at(rmax, sector, r)
+        spread = float(rmax.std() / max(rmax.mean(), 1e-12))
+        if spread <= WHEEL[0] and (best is None or spread < best[0]):
+            best = (spread, k)
+    return None if best is None else (box.axes[best[1]].copy(), box.center.copy())
+
+
+def axle_holder(axis: np.ndarray, centre: np.ndarray, radius: float, others: list[Part], seed: int = 0) -> int | None:
+    """Index in ``others`` of the part that holds a wheel's axle (the wheel's ``axis`` (3,) unit through
+    ``centre`` (3,) m, ``radius`` m): the one with the most surface samples (of 1000) within 0.35 x ``radius``
+    of the axle line and 2 x ``radius`` along it from the centre (a fork's arms, a cart's axle); None when
+    fewer than 5 samples of any part are there."""
+    from kinemesh.geometry.sampling import sample_surface
+
+    rng = np.random.default_rng(seed)
+    best, best_n = None, 4
+    for i, p in enumerate(others):
+        q = sample_surface(p.vertices, p.faces, 1000, seed=rng)[0] - centre
+        t = q @ axis
+        n = int(np.sum((np.linalg.norm(q - np.outer(t, axis), axis=1) <= 0.35 * radius) & (np.abs(t) <= 2 * radius)))
+        if n > best_n:
+            best, best_n = i, n
+    return best
+
+
+def _roll_wheels(parts, root: str, preds, seed: int = 0) -> None:
+    """Decoding rule: each predicted part that :func:`wheel_axis` finds to be a wheel turns without limits
+    about its rolling axis through its centre (type, axis, origin and limits replaced; the sweep of a circle
+    about its own axis needs no validity check), and its parent becomes the part holding its axle
+    (:func:`axle_holder`). An axle holder other than the root (and no wheel) is a swivel caster: it turns
+    without limits about the vertical through its rest contact with its own parent (on data/real_train every
+    wheel held by a part other than the root is on such a caster)."""
+    allv = np.concatenate([p.vertices for p in parts])
+    size, z0 = float(np.max(np.ptp(allv, axis=0))), float(allv[:, 2].min())
+    wheels = {}
+    for p in parts:
+        w = None if p.name not in preds else wheel_axis(p, z0, size, seed)
+        if w is not None:
+            wheels[p.name] = w
+    by = {p.name: p for p in parts}
+    for name, (axis, centre) in wheels.items():
+        pr = preds[name]
+        pr.type, pr.axis, pr.origin, pr.limits = "revolute", axis, centre, (-np.pi, np.pi)
+        pr.info["wheel"] = True
+        others = [p for p in parts if p.name not in wheels]
+        radius = 0.5 * float(np.ptp((by[name].vertices - centre) @ np.cross(axis, [0.0, 0.0, 1.0])))
+        h = axle_holder(axis, centre, radius, others, seed)
+        if h is None:
+            continue
+        pr.parent = others[h].name
+        caster = preds.get(pr.parent)
+        if pr.parent == root or caster is None or caster.info.get("caster") or caster.parent not in by:
+            continue
+        C = _rest_contact(by[caster.name], by[caster.parent], size, seed)[2]
+        c = C.mean(0) if len(C) else by[caster.name].vertices.mean(0)
+        caster.type, caster.axis, caster.origin, caster.limits = "revolute", np.array([0.0, 0.0, 1.0]), c, (-np.pi, np.pi)
+        caster.info["caster"] = True
 
 
 def _snap_to_contact(parts, parents, preds, grid, seed: int = 0) -> None:
