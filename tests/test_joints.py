@@ -185,3 +185,28 @@ def test_build_system_moves_parts_along_the_articulation():
     frames = res.sequence.frames
     assert np.isfinite(frames).all() and res.info["joints"]
     assert np.abs(frames[:, pid == 0] - v[pid == 0]).max() < 1e-4  # the body stays where it is
+
+
+def test_joint_stops_push_a_part_back_into_its_range():
+    """JointStops: no force inside the joint range; past the closed limit (lid below 0 rad, drawer behind its
+    rest) a force on the stop point pointing back into the range; ``relax`` holds a state already past it."""
+    from kinemesh.dynamics.joints import JointDecoder, JointStops
+
+    dec = DriftingDecoder()
+    jd = JointDecoder(dec, _toy_articulation(), ["body", "lid", "drawer"], calibrate=False)
+    stops = JointStops(jd, depth=0.01)
+    assert len(stops) == 2 and stops.parts == ["lid", "drawer"]  # both joints close at 0 (their lower limits)
+    m = torch.full((len(dec.rest_points),), 0.01, dtype=torch.float64)
+
+    def force(angle, slide):
+        x = jd.points(dec.toy.latent_for(angle, slide).double())
+        return stops.contact_forces(x, None, m)[stops.i], x
+
+    f, _ = force(0.3, 0.1)
+    assert f.abs().max() == 0.0
+    f, x = force(-0.1, -0.02)
+    lid_dir = (force(-0.09, -0.02)[1] - x)[stops.i[0]]  # the lid's stop point as the angle grows back
+    assert float(f[0] @ lid_dir) > 0 and float(f[1][0]) > 0 and abs(float(f[1][2])) < 1e-12
+    stops.relax(x)
+    assert stops.contact_forces(x, None, m).abs().max() == 0.0
+    assert float(force(-0.15, -0.03)[0][0] @ lid_dir) > 0
