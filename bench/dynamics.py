@@ -56,26 +56,32 @@ def subdivide_to(vertices, faces, parts, n_target: int):
 
 
 def load_real(folder: Path):
-    """(vertices, faces, part ids, movable part id) of a PartNet-Mobility folder."""
+    """(vertices, faces, part ids, movable part id, ArticulatedObject) of a PartNet-Mobility folder."""
     from kinemesh.data.partnet import load_articulated
 
     obj = load_articulated(folder)
     v, f, parts = obj.merged()
     child = obj.movable_joints[0].child
     moving = next(i for i, p in enumerate(obj.parts) if p.name == child)
-    return v.astype(np.float64), f.astype(np.int64), parts, moving
+    return v.astype(np.float64), f.astype(np.int64), parts, moving, obj
 
 
-def time_kinemesh(model, vertices, faces, spec, part_ids=None, k_q: int = 8, points: int = 1024) -> dict:
-    """Bind + reduce + simulate + decode with ``spec.integrator``; seconds of each stage."""
+def time_kinemesh(model, vertices, faces, spec, part_ids=None, k_q: int = 8, points: int = 1024, obj=None) -> dict:
+    """Bind + reduce + simulate + decode with ``spec.integrator``; seconds of each stage. ``obj``: the
+    articulation of an articulated object (as ``kinemesh simulate`` on a URDF: motion probes along its joints
+    span q, parts move along them; the probes and the joint calibration count in bind + reduce / set-up)."""
+    from kinemesh.articulation.probes import motion_probes
     from kinemesh.dynamics.scene import simulate_mesh
     from kinemesh.reduce import ReductionConfig, bind
 
     t0 = time.perf_counter()
+    names = None if obj is None else [p.name for p in obj.parts]
+    probes, _, art = motion_probes(vertices, faces, part_ids, names, obj) if obj is not None else (None, "", None)
     dec = bind(vertices, faces, model, kind=spec.kind, part_ids=part_ids, reduction=ReductionConfig(k_q=k_q),
-               n_points=points).decoder
+               n_points=points, probes=probes).decoder
     t1 = time.perf_counter()
-    res = simulate_mesh(dec, vertices, faces, spec, part_ids=part_ids, progress=False)
+    res = simulate_mesh(dec, vertices, faces, spec, part_ids=part_ids, progress=False, articulation=art,
+                        part_names=names)
     t2 = time.perf_counter()
     return {"vertices": len(vertices), "integrator": spec.integrator, "bind_reduce_s": t1 - t0,
             "setup_s": res.info["setup_s"], "simulate_s": res.info["simulate_s"], "decode_s": res.info["decode_s"],
@@ -111,7 +117,7 @@ def time_or_fail(*a, **kw) -> dict:
 def million_mesh(args, path: Path) -> None:
     """The microwave subdivided to ``--million`` vertices (a ball when the real object is absent) -> npz."""
     if args.real.is_dir():
-        v, f, parts, moving = load_real(args.real)
+        v, f, parts, moving, _ = load_real(args.real)
         v, f, parts = subdivide_to(v, f, parts, args.million)
     else:
         import trimesh
@@ -229,12 +235,12 @@ def main(argv=None) -> int:
     # 2. a real articulated object at its own size and subdivided
     rows = []
     if args.real.is_dir():
-        v0, f0, p0, moving = load_real(args.real)
+        v0, f0, p0, moving, obj = load_real(args.real)
         meshes = [(v0, f0, p0)] + [subdivide_to(v0, f0, p0, int(n)) for n in args.sizes.split(",") if n]
         for v, f, p in meshes:
             for name in args.integrators.split(","):
                 spec = poke_spec(v, p, moving, args.frames, args.fps, name)
-                rows.append(time_or_fail(model, v, f, spec, part_ids=p, points=args.points))
+                rows.append(time_or_fail(model, v, f, spec, part_ids=p, points=args.points, obj=obj))
     else:
         print(f"(real object {args.real} not found: articulated rows skipped)\n")
     if args.million:
