@@ -111,3 +111,39 @@ def test_eval_tables_per_object_and_category(tmp_path):
     assert cat[-2].startswith("| barn_door | 2 | 2 | 15.00 / 15.00 |")
     with pytest.raises(InputFileError, match="not a folder"):
         load_real_objects(tmp_path / "missing")
+
+
+def test_synth_unlike_folders_load_with_their_joints_and_run_eval_real(tmp_path, capsys):
+    """``kinemesh synth --unlike`` writes PartNet-Mobility folders that load_articulated (eval real, simulate) reads
+    back with the built object's joints and vertices; eval real then drags every movable joint of one of them."""
+    import json
+
+    from kinemesh.cli import main
+    from kinemesh.data.partnet import load_articulated
+    from kinemesh.model import untrained_model
+
+    out = tmp_path / "unlike"
+    args = ["synth", "--unlike", "--categories", "toilet,suitcase", "--per-category", "1", "--seed", "2",
+            "--no-progress", "--out", str(out)]
+    assert main(args[:3] + ["toilet,cabinet"] + args[4:]) == 1 and not out.exists()  # nothing half-written
+    assert "unknown unlike category 'cabinet'" in capsys.readouterr().err
+    assert main(args) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["suitcase_102000", "toilet_102000"]
+    for c in ("toilet", "suitcase"):
+        built, read = build_unlike(c, 102_000), load_articulated(out / f"{c}_102000", max_vertices=None)
+        assert read.category == c and len(read.movable_joints) == len(built.movable_joints) >= 3
+        truth = {j.name: j for j in built.movable_joints}
+        for j in read.movable_joints:
+            t = truth[j.name]
+            assert (j.type, j.parent, j.child) == (t.type, t.parent, t.child)
+            assert np.allclose(j.axis, t.axis) and np.allclose(j.origin, t.origin, atol=1e-9)
+            assert np.allclose(j.limits if j.limits else 0, t.rest_limits() if t.limits else 0)
+        for p in built.parts:
+            assert np.allclose(read.part(p.name).vertices, p.vertices, atol=1e-9)
+    untrained_model("tiny").save(tmp_path / "ckpt")
+    assert main(["eval", "real", "--real", str(out), "--checkpoint", str(tmp_path / "ckpt"), "--max-objects", "1",
+                 "--frames", "3", "--points", "64", "--samples", "2", "--joints", "given",
+                 "--out", str(tmp_path / "r.json")]) == 0
+    (row,) = json.loads((tmp_path / "r.json").read_text())["rows"]
+    assert row["object"] == "suitcase_102000" and row["category"] == "suitcase" and row["kind"] == "articulated"
+    assert {d["joint"] for d in row["drags"]} == {j.name for j in build_unlike("suitcase", 102_000).movable_joints}

@@ -45,6 +45,13 @@ def register(sub):
         help="real data instead of procedural: every PartNet-Mobility object folder (mobility.urdf) or .urdf "
         "file in DIR gives kinematic sequences and MuJoCo rollouts; splits train/val by object id",
     )
+    p.add_argument(
+        "--unlike",
+        action="store_true",
+        help="write the held-out unlike categories (kinemesh.synth.unlike; --categories picks some) as "
+        "PartNet-Mobility folders OUT/<category>_<seed> (seeds 100000 + 1000 x --seed + i, those of "
+        "eval articulation) for eval real, eval ik, simulate; no sequences",
+    )
     count = number(int, 0, 1000)
     p.add_argument("--real-kinematic", type=count, default=2, help="--from-urdf: kinematic sequences per object (2)")
     p.add_argument("--real-dynamic", type=count, default=4, help="--from-urdf: MuJoCo rollouts per object (4)")
@@ -117,6 +124,8 @@ def run(args) -> int:
         return 0
     if args.from_urdf is not None:
         return _run_real(args)
+    if args.unlike:
+        return _run_unlike(args)
     from kinemesh.synth.dataset import SynthConfig, generate
 
     factors = {}
@@ -191,4 +200,23 @@ def _run_real(args) -> int:
     )
     for f in r["failures"]:
         print(f"  dropped {f['index']}: {f['error']}")
+    return 0
+
+
+def _run_unlike(args) -> int:
+    """``--unlike``: every (category, instance) of kinemesh.synth.unlike as a PartNet-Mobility folder (each
+    written atomically: write_partnet_folder), read back by load_articulated with the same joints."""
+    from pathlib import Path
+
+    from kinemesh.articulation.dataset import TEST_SEED_BASE
+    from kinemesh.data.partnet import write_partnet_folder
+    from kinemesh.progress import tqdm
+    from kinemesh.synth.unlike import UNLIKE_CATEGORIES, build_unlike
+
+    cats = [c.strip() for c in args.categories.split(",") if c.strip()] if args.categories else UNLIKE_CATEGORIES
+    seeds = [(c, TEST_SEED_BASE + 1000 * args.seed + i) for c in cats for i in range(args.per_category)]
+    objs = [(c, s, build_unlike(c, s)) for c, s in seeds]  # unknown categories fail before anything is written
+    for c, s, obj in tqdm(objs, desc="unlike objects", unit="obj", disable=args.no_progress):
+        write_partnet_folder(obj, Path(args.out) / f"{c}_{s}")
+    print(f"synth --unlike: {len(objs)} objects ({len(cats)} categories x {args.per_category}) in {args.out}")
     return 0
