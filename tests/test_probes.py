@@ -170,6 +170,8 @@ def test_bind_uses_probes_and_soft_components_are_not_rigid():
 def test_base_frame_decoder_holds_the_base_part_and_keeps_relative_motion():
     """An articulated binding simulated with its base held: the base part decodes at rest for any q, the other
     part keeps its motion relative to the base (the wrapped decoder's, up to the base's rigid motion)."""
+    from types import SimpleNamespace
+
     from kinemesh.dynamics.floating import BaseFrameDecoder, base_anchor_points
     from kinemesh.dynamics.scene import SimulationSpec, build_system
     from kinemesh.geometry.procrustes import kabsch
@@ -196,6 +198,9 @@ def test_base_frame_decoder_holds_the_base_part_and_keeps_relative_motion():
     assert np.abs(held[:, ~base] - rest[~base]).max() > 1e-3  # the other parts still move
     with pytest.raises(Exception, match="at least 3"):
         base_anchor_points(rest, np.arange(len(rest)) < 2)
+    door_sys, _ = build_system(b.decoder, v, f, SimulationSpec(kind="articulated", joints=False),  # a URDF's root
+                               articulation=SimpleNamespace(root="lid"), part_names=["body", "lid", "drawer"])
+    assert set(np.asarray(door_sys.decoder.anchors)) <= set(np.flatnonzero(np.asarray(b.decoder.point_groups) == 1))
     free_sys, free_info = build_system(b.decoder, v, f, SimulationSpec(kind="articulated", fixed_base=False))
     assert not free_info["fixed_base"] and not isinstance(free_sys.decoder, BaseFrameDecoder)
 

@@ -121,7 +121,7 @@ def register(sub) -> None:
                    help="initial velocity (m/s) of --vertex (or of the whole object)")
     a.add_argument("--wind", type=_triple, default=None, metavar="X,Y,Z", help="wind velocity (m/s)")
     a.add_argument("--free-base", action="store_true",
-                   help="articulated: do not hold the base part (the largest) at rest; by default it stands fixed")
+                   help="articulated: do not hold the base part (the root link, else the largest) at rest; by default it stands fixed")
     a.add_argument("--free-parts", action="store_true",
                    help="articulated: move the parts as the network decodes them instead of along their joints "
                         "(the URDF's, else predicted from the static shape); they may then drift off their hinges")

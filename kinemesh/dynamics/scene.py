@@ -113,9 +113,9 @@ class SimulationSpec:
     friction: float = 0.8
     """Floor friction coefficient mu."""
     fixed_base: bool | None = None
-    """Articulated objects: the base part (the part with the largest bounding box) stands still, as a cabinet on
-    the floor (``kinemesh.dynamics.floating.BaseFrameDecoder``), so a drag moves the dragged part and not the
-    whole object; None = yes for an articulated object with parts."""
+    """Articulated objects: the base part (the articulation's root part, else the part with the largest bounding
+    box) stands still, as a cabinet on the floor (``kinemesh.dynamics.floating.BaseFrameDecoder``), so a drag
+    moves the dragged part and not the whole object; None = yes for an articulated object with parts."""
     joints: bool = True
     """Articulated objects with an articulation (a URDF's joints, or joints predicted from the static shape,
     given to ``simulate_mesh``) move every part only along its joint
@@ -286,7 +286,10 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
         groups = np.asarray(groups).reshape(-1)
         rp = decoder.rest_points.detach().double().cpu().numpy()
         vol = {g: float(np.prod(np.ptp(rp[groups == g], axis=0) + 1e-9)) for g in np.unique(groups)}
-        base = max(vol, key=vol.get)  # the base part: the largest bounding box
+        # the articulation's root (a globe's stand, not its larger globe), else the largest bounding box
+        root = list(part_names).index(articulation.root) if articulation is not None and part_names is not None \
+            and articulation.root in part_names else None
+        base = root if root in vol else max(vol, key=vol.get)
         vg = getattr(decoder, "vertex_groups", None)  # the same part labels per vertex
         va = None if vg is None else base_anchor_points(decoder.rest_vertices.detach().double().cpu().numpy(),
                                                          np.asarray(vg).reshape(-1) == base)
