@@ -127,6 +127,7 @@ def test_synth_unlike_folders_load_with_their_joints_and_run_eval_real(tmp_path,
             "--no-progress", "--out", str(out)]
     assert main(args[:3] + ["toilet,cabinet"] + args[4:]) == 1 and not out.exists()  # nothing half-written
     assert "unknown unlike category 'cabinet'" in capsys.readouterr().err
+    assert main(args + ["--from-urdf", str(tmp_path)]) == 1 and not out.exists()
     assert main(args) == 0
     assert sorted(p.name for p in out.iterdir()) == ["suitcase_102000", "toilet_102000"]
     for c in ("toilet", "suitcase"):

@@ -122,6 +122,8 @@ def run(args) -> int:
         print(f"wrote {path}")
     if args.out is None:
         return 0
+    if args.unlike and args.from_urdf is not None:
+        raise ConfigError("--unlike writes the unlike categories; it does not read --from-urdf")
     if args.from_urdf is not None:
         return _run_real(args)
     if args.unlike:
