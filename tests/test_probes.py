@@ -243,6 +243,26 @@ def test_drag_with_least_motion_leaves_the_other_part_alone():
     assert abs(float(least[1])) < 0.1 * abs(float(least[0])) and float(least[0]) > 0.08  # B stays put
 
 
+
+def test_held_drag_short_of_its_target_holds_where_it_got():
+    """--hold pulls to the target when the drag reaches it, else to where the drag got: a spring to a target no
+    state reaches stored 1/2 k gap^2 that pressed q into the barrier (an unlike ceiling fan's drag diverged)."""
+    from kinemesh.dynamics.eom import energies
+    from kinemesh.dynamics.scene import SimulationSpec, initial_conditions
+    from kinemesh.dynamics.system import State, System
+
+    dec = TwoWayDecoder()  # nothing moves along z
+    for offset, short in (([0.1, 0.0, 0.0], False), ([0.1, 0.0, 1.0], True)):
+        system = System(dec, torch.full((8,), 0.1, dtype=torch.float64), torch.zeros(2, dtype=torch.float64),
+                        derivatives="fd")
+        system.q_rest = torch.zeros(2, dtype=torch.float64)
+        target = dec.rest_points[0].numpy() + offset
+        state, _ = initial_conditions(system, SimulationSpec(drag_vertex=0, drag_to=tuple(target), hold=True))
+        held = system.springs[0].target[0].numpy()
+        assert abs(held[0] - target[0]) < 0.02 and held[2] == pytest.approx(target[2] - (1.0 if short else 0.0))
+        assert energies(system, State(state.q, state.qd, 0.0))["potential"] < 1e-3  # q0 is the spring's rest
+
+
 def test_part_stops_relax_at_the_released_pose():
     from kinemesh.dynamics.system import PartContacts
 

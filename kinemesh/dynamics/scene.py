@@ -406,9 +406,11 @@ def initial_conditions(system: System, spec: SimulationSpec, info: dict | None =
         reached = h.positions(kinematics(system, q0).x, rp)
         moved = float(torch.linalg.norm(reached - now))
         info["drag_moved_m"] = moved
-        if rms > 0.25 * float(torch.linalg.norm(target - now)):
+        short = rms > 0.25 * float(torch.linalg.norm(target - now))
+        if short:
             log.warning("drag: vertex %d reaches only %.3g m of the requested %.3g m (the model allows no closer "
-                        "plausible state)", spec.drag_vertex, moved, float(torch.linalg.norm(target - now)))
+                        "plausible state); --hold keeps it there", spec.drag_vertex, moved,
+                        float(torch.linalg.norm(target - now)))
         if spec.hold:  # a 4 Hz spring on the mass the vertex moves (its effective mass 3 / tr(J_h M^-1 J_h^T)):
             # on the whole object's mass a small part (a wheel) would ring far faster than the steps resolve
             kin0 = kinematics(system, q0)
@@ -418,7 +420,10 @@ def initial_conditions(system: System, spec: SimulationSpec, info: dict | None =
             mobility = float(torch.trace(Jh.T @ Minv_Jh))
             m_eff = min(system.total_mass, 3.0 / mobility) if mobility > 0 else system.total_mass
             k_hold = (2 * math.pi * 4.0) ** 2 * m_eff
-            system.springs.append(Spring(h, target.clone(), k_hold))
+            # short of the target, hold the vertex where the drag got to: a spring to a target beyond every
+            # plausible state stores 1/2 k gap^2 that only presses q into the barrier, which stiffen_barrier then
+            # makes too stiff to integrate (an unlike ceiling fan's rotor: 1,324 J, barrier x 28,000, diverged)
+            system.springs.append(Spring(h, (reached if short else target).clone(), k_hold))
         n_lead = int(round(spec.lead_in * spec.fps))
         if n_lead > 0:
             s = np.linspace(0.0, 1.0, n_lead + 1)[:-1]
