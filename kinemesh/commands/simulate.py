@@ -110,7 +110,8 @@ def register(sub) -> None:
     a.add_argument("--vertex", type=_ids, default=(), metavar="ID",
                    help="the dragged vertex (drag) or the vertices given --velocity (default all)")
     a.add_argument("--to", type=_triple, default=None, metavar="X,Y,Z", help="drag target position (m); write --to=-0.1,0,0.5 when X is negative")
-    a.add_argument("--hold", action="store_true", help="drag: hold the vertex at the target with a spring")
+    a.add_argument("--hold", action="store_true",
+                   help="drag: hold the vertex at the target with a spring (short of it: where the drag got)")
     a.add_argument("--lead-in", type=number(float, 0), default=0.5, metavar="S",
                    help="drag: seconds of frames showing the drag before the release (default 0.5)")
     a.add_argument("--poke", type=int, default=None, metavar="ID", help="vertex receiving an impulse at t = 0")
