@@ -34,6 +34,8 @@ from kinemesh.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
+CALIBRATION_TURN = 0.5 * np.pi
+"""Largest turn (rad) of a calibration pose: a continuous joint's +-pi poses are the same shape."""
 MAX_GAIN = 10.0
 """Largest singular value of the joint calibration (module docstring)."""
 MIN_POINTS = 8
@@ -141,6 +143,8 @@ class JointDecoder:
         for i in act:
             j = self.joints[i]
             lo, hi = joint_span(j, rp[self._points_of[j.child].numpy()])
+            if j.type != "prismatic":  # a turn of +-pi is one pose: it cannot say which way the part turned
+                lo, hi = max(lo, -CALIBRATION_TURN), min(hi, CALIBRATION_TURN)
             for value in (0.5 * lo, lo, 0.5 * hi, hi):
                 if abs(value) > 1e-9:
                     T = self.articulation.part_transforms({j.name: value})
