@@ -46,7 +46,7 @@ PROTOCOLS = {
     "chamfer": "target = a scan: Chamfer data term, no correspondences",
 }
 GROUPS = {"val": "validation instances", "test": "held-out instances", "test_category": "held-out categories",
-          "real": "real PartNet-Mobility"}
+          "real_val": "real PartNet-Mobility, validation objects", "real": "real PartNet-Mobility"}
 PAPER = "| NeuROK (paper, PartNet-Mobility, GPU) | 0.028 | 0.028 | 0.764 | - | - | - | - |"
 
 
@@ -60,8 +60,19 @@ class IKEvalConfig:
                         choices=("all", "test", "test_category", "val"))
     checkpoint: str | None = option(None, "model checkpoint folder (default: the shipped model)")
     real: str | None = option(None, "folder of real PartNet-Mobility objects (never trained on)")
+    real_val: str | None = option(None, "folder of real training objects (data/real_train): the same protocol as --real "
+                                  "on a fixed validation subset of them (--real-val-objects), for choosing settings")
+    real_val_objects: int = option(12, "objects of --real-val: a seeded sample (--seed) of those whose id falls in "
+                                   "the validation split of `kinemesh synth --from-urdf` (hash of the id)", min=1)
     real_configs: int = option(2, "sampled joint configurations per real object", min=1)
     real_max_vertices: int = option(10000, "vertex budget of a real object", min=1)
+    real_parts: str = option("links", "parts the model is bound with on a real object: its URDF links (a link on a "
+                             "fixed joint merged into its parent), as `kinemesh ik` binds a URDF input, or the mesh's "
+                             "connected components (the protocol before 2026-11-24)", choices=("links", "components"))
+    real_basis: str = option("prior", "NeuROK's reduced coordinates on a real object: the active subspace of prior "
+                             "samples (IK_REDUCTION), or motion probes along its URDF joints (probes) or along joints "
+                             "predicted from the static shape (predicted-probes)",
+                             choices=("prior", "probes", "predicted-probes"))
     max_targets: int = option(30, "targets per split group (seeded subset)", min=1)
     frames_per_seq: int = option(2, "target frames per held-out sequence", min=1)
     methods: tuple | str = option(",".join(METHODS), f"comma list of {', '.join(METHODS)}")
@@ -90,8 +101,8 @@ class IKEvalConfig:
 
     def __post_init__(self):
         check(self)
-        if self.data is None and self.real is None:
-            raise ConfigError("give --data DIR (synthetic held-out splits) and/or --real DIR")
+        if self.data is None and self.real is None and self.real_val is None:
+            raise ConfigError("give --data DIR (synthetic held-out splits) and/or --real DIR / --real-val DIR")
         if isinstance(self.methods, str):
             self.methods = tuple(m.strip() for m in self.methods.split(",") if m.strip())
         bad = [m for m in self.methods if m not in METHODS]
@@ -119,6 +130,13 @@ class EvalTarget:
     joints: list | None = None
     instance_key: str = ""
     extra: dict = field(default_factory=dict)
+    model_part_ids: np.ndarray | None = None
+    """(N,) the part of every vertex the model is bound with, as ``kinemesh ik`` binds a URDF input (its links,
+    a link on a fixed joint merged into its parent), indexing ``model_part_names``; None = the mesh's own
+    connected components."""
+    model_part_names: list | None = None
+    articulation: object = None
+    """The ArticulatedObject of a real target (its joints make the motion probes)."""
 
 
 def synthetic_targets(data: Path, splits, max_targets: int, frames_per_seq: int, seed: int):
@@ -165,12 +183,26 @@ def synthetic_targets(data: Path, splits, max_targets: int, frames_per_seq: int,
     return out, train
 
 
-def real_targets(folder: Path, n_configs: int, max_vertices: int, seed: int, max_targets: int):
-    """Real PartNet-Mobility objects at sampled joint configurations (never trained on)."""
+def validation_objects(folder: Path, n: int, seed: int) -> list[Path]:
+    """The real validation objects of a folder of training objects: those whose id `kinemesh synth --from-urdf`
+    puts in its validation split (``hash_split`` at its default fraction 0.2, so they stay held out of a model
+    fine-tuned on that data), then a seeded sample of ``n`` of them (all when fewer), sorted by name."""
+    from kinemesh.synth.real import RealConfig, hash_split, object_id
+
+    frac = RealConfig.val_fraction
+    subs = sorted(p for p in folder.iterdir() if p.is_dir() and hash_split(object_id(p), frac) == "val")
+    return sorted(random.Random(seed).sample(subs, min(n, len(subs))))
+
+
+def real_targets(folder: Path, n_configs: int, max_vertices: int, seed: int, max_targets: int,
+                 group: str = "real", objects: list[Path] | None = None):
+    """Real PartNet-Mobility objects (the sub-folders of ``folder``, or ``objects``) at sampled joint
+    configurations; the model is bound with the objects' links as parts (``EvalTarget.model_part_ids``)."""
     from kinemesh.data.partnet import load_articulated
+    from kinemesh.geometry.segments import link_parts
 
     targets = []
-    for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
+    for sub in objects if objects is not None else sorted(p for p in folder.iterdir() if p.is_dir()):
         if len(targets) >= max_targets:
             break
         try:
@@ -181,15 +213,16 @@ def real_targets(folder: Path, n_configs: int, max_vertices: int, seed: int, max
         if not obj.movable_joints:
             continue
         rest, faces, pids = obj.merged(None)
+        to_part, kept = link_parts(obj)
         rng = np.random.default_rng([seed, len(targets)])
         for c in range(n_configs):
             vals = obj.sample_values(rng)
             tv = obj.merged(vals)[0]
             targets.append(EvalTarget(
-                group="real", kind="articulated", category=obj.category, name=f"{sub.name}#{c}",
+                group=group, kind="articulated", category=obj.category, name=f"{sub.name}#{c}",
                 rest_vertices=rest, faces=faces, target_vertices=tv, part_ids=pids,
                 part_names=[p.name for p in obj.parts], joints=[j.to_dict() for j in obj.joints],
-                instance_key=sub.name))
+                instance_key=sub.name, model_part_ids=to_part[pids], model_part_names=kept, articulation=obj))
     return targets
 
 
@@ -222,38 +255,48 @@ class TrainingPools:
 
 
 # ------------------------------------------------------------------------------------------------ metrics
-def score(fit_v: np.ndarray, t: EvalTarget, n_samples: int, iou_points: int, seed: int,
-          iou_voxels: int = 32) -> dict:
-    """Metrics of one fit (see module docstring), normalized by the rest shape."""
-    from kinemesh.geometry import metrics
-    from kinemesh.geometry.normalize import normalization
+class Scorer:
+    """Metrics of fits of one target (see module docstring), normalized by the rest shape; what depends on the
+    target alone (its surface samples, its surface index) is computed once for all methods."""
 
-    c, s = normalization(t.rest_vertices)
-    fv, tv, rv = (fit_v - c) * s, (t.target_vertices - c) * s, (t.rest_vertices - c) * s
-    from kinemesh.geometry.sampling import sample_surface
+    def __init__(self, t: EvalTarget, n_samples: int, iou_points: int, seed: int, iou_voxels: int = 32):
+        from kinemesh.geometry import metrics
+        from kinemesh.geometry.normalize import normalization
+        from kinemesh.geometry.sampling import sample_surface
 
-    # the samples and distances of metrics.chamfer (same seed streams), computed once for L1 and L2
-    pf = sample_surface(fv, t.faces, n_samples, seed=np.random.default_rng([int(seed), 0]))[0]
-    pt = sample_surface(tv, t.faces, n_samples, seed=np.random.default_rng([int(seed), 1]))[0]
-    d_ft = metrics.point_to_surface_distance(pf, tv, t.faces)
-    d_tf = metrics.point_to_surface_distance(pt, fv, t.faces)
-    out = {
-        "chamfer_l1": float(0.5 * (d_ft.mean() + d_tf.mean())),
-        "chamfer_l2": float(0.5 * ((d_ft ** 2).mean() + (d_tf ** 2).mean())),
-        "vertex_error": metrics.mean_vertex_error(fv, tv),
-        "rest_vertex_error": metrics.mean_vertex_error(rv, tv),
-    }
-    try:
-        out["iou"] = metrics.volumetric_iou((fv, t.faces), (tv, t.faces), n_points=iou_points, seed=seed,
-                                            voxel_resolution=iou_voxels)
-    except Exception as exc:  # noqa: BLE001 - IoU needs a usable volume; report NaN, never abort the table
-        log.debug("IoU failed for %s: %s", t.name, exc)
-        out["iou"] = float("nan")
-    if t.part_ids is not None and len(np.unique(t.part_ids)) > 1:
-        out["rigidity"] = metrics.within_part_rigidity(rv, fv, t.part_ids, seed=seed)
-    else:
-        out["rigidity"] = float("nan")
-    return out
+        self.t, self.n, self.iou_points, self.seed, self.iou_voxels = t, n_samples, iou_points, seed, iou_voxels
+        self.c, self.s = normalization(t.rest_vertices)
+        self.tv, self.rv = (t.target_vertices - self.c) * self.s, (t.rest_vertices - self.c) * self.s
+        # the samples and distances of metrics.chamfer (same seed streams), computed once for L1 and L2
+        self.pt = sample_surface(self.tv, t.faces, n_samples, seed=np.random.default_rng([int(seed), 1]))[0]
+        self.target_index = metrics.surface_index(self.tv, t.faces)
+
+    def __call__(self, fit_v: np.ndarray) -> dict:
+        from kinemesh.geometry import metrics
+        from kinemesh.geometry.sampling import sample_surface
+
+        t = self.t
+        fv = (np.asarray(fit_v, dtype=np.float64) - self.c) * self.s
+        pf = sample_surface(fv, t.faces, self.n, seed=np.random.default_rng([int(self.seed), 0]))[0]
+        d_ft = np.sqrt(self.target_index.sqdist(pf))
+        d_tf = metrics.point_to_surface_distance(self.pt, fv, t.faces)
+        out = {
+            "chamfer_l1": float(0.5 * (d_ft.mean() + d_tf.mean())),
+            "chamfer_l2": float(0.5 * ((d_ft ** 2).mean() + (d_tf ** 2).mean())),
+            "vertex_error": metrics.mean_vertex_error(fv, self.tv),
+            "rest_vertex_error": metrics.mean_vertex_error(self.rv, self.tv),
+        }
+        try:
+            out["iou"] = metrics.volumetric_iou((fv, t.faces), (self.tv, t.faces), n_points=self.iou_points,
+                                                seed=self.seed, voxel_resolution=self.iou_voxels)
+        except Exception as exc:  # noqa: BLE001 - IoU needs a usable volume; report NaN, never abort the table
+            log.debug("IoU failed for %s: %s", t.name, exc)
+            out["iou"] = float("nan")
+        if t.part_ids is not None and len(np.unique(t.part_ids)) > 1:
+            out["rigidity"] = metrics.within_part_rigidity(self.rv, fv, t.part_ids, seed=self.seed)
+        else:
+            out["rigidity"] = float("nan")
+        return out
 
 
 # ------------------------------------------------------------------------------------------------ methods
@@ -301,8 +344,19 @@ class Runner:
             red = replace(IK_REDUCTION, enabled=reduced, k_q=self.cfg.k_q,
                           method=self.cfg.subspace_method, calibrated_prior=self.cfg.calibrated_prior)
             t0 = time.perf_counter()
+            parts, probes = None, None
+            if t.model_part_ids is not None and self.cfg.real_parts == "links":
+                parts = t.model_part_ids  # a real object: its links, as `kinemesh ik` binds a URDF input
+            if t.articulation is not None and self.cfg.real_basis != "prior" and reduced:
+                from kinemesh.articulation.probes import motion_probes
+
+                given = t.articulation if self.cfg.real_basis == "probes" else None
+                probes, _ = motion_probes(t.rest_vertices, t.faces, t.model_part_ids, t.model_part_names, given,
+                                          seed=self.cfg.seed)
+                red = replace(red, basis="probes")
             b = bind(t.rest_vertices, t.faces, self.models[model_name], reduction=red, n_points=2048,
-                     seed=self.cfg.seed)
+                     seed=self.cfg.seed, kind="auto" if parts is None else t.kind, part_ids=parts,
+                     probes=probes)
             dec, sub = b.decoder, b.subspace
             if sub is not None and self.cfg.spectrum and not self._plotted:
                 from kinemesh.viz.plots import plot_spectrum
@@ -312,7 +366,8 @@ class Runner:
                 self.notes.add(f"eigen-spectrum of {t.name} ({sub.method}, k_q = {sub.k}, "
                                f"{sub.explained:.3f} explained): {self.cfg.spectrum}")
             self._inst[key] = (dec, sub, time.perf_counter() - t0)
-        return self._inst[key]
+            return self._inst[key]
+        return self._inst[key][:2] + (0.0,)  # bound before: no setup time to take off this fit's
 
     def _pool_for(self, t: EvalTarget):
         from kinemesh.ik import baselines as B
@@ -329,11 +384,12 @@ class Runner:
     def run(self, t: EvalTarget) -> list[dict]:
         """Rows of every method on ``t``, for each fitting protocol."""
         rows, rest_metrics = [], {}  # the rest pose is the same under every protocol: scored once
+        scorer = Scorer(t, self.cfg.metric_samples, self.cfg.iou_points, self.cfg.seed, self.cfg.iou_voxels)
         for proto in self.protocols:
-            rows += self._run(t, proto, rest_metrics)
+            rows += self._run(t, proto, rest_metrics, scorer)
         return rows
 
-    def _run(self, t: EvalTarget, proto: str, rest_metrics: dict) -> list[dict]:
+    def _run(self, t: EvalTarget, proto: str, rest_metrics: dict, scorer: Scorer) -> list[dict]:
         from kinemesh.ik import baselines as B
         from kinemesh.ik import make_target, solve
 
@@ -386,8 +442,7 @@ class Runner:
             if m == "rest" and rest_metrics:
                 metrics = rest_metrics
             else:
-                metrics = score(np.asarray(fit, dtype=np.float64), t, self.cfg.metric_samples,
-                                self.cfg.iou_points, self.cfg.seed, self.cfg.iou_voxels)
+                metrics = scorer(fit)
                 if m == "rest":
                     rest_metrics.update(metrics)
             row.update(metrics)
@@ -454,7 +509,7 @@ def render(rows: list[dict], command: str, notes: list[str], header: str = "") -
 
 def _render_protocol(rows: list[dict], proto: str) -> list[str]:
     agg = summarize(rows)
-    groups = [g for g in ("val", "test", "test_category", "real") if any(r["group"] == g for r in rows)]
+    groups = [g for g in GROUPS if any(r["group"] == g for r in rows)]
     methods = []
     for r in rows:
         if r["method"] not in methods:
@@ -548,8 +603,9 @@ def evaluate(cfg: IKEvalConfig) -> Result:
     data = Path(cfg.data) if cfg.data else None
     if data is not None and not (data / "manifest.jsonl").is_file():
         raise InputFileError(data / "manifest.jsonl", "dataset manifest not found")
-    if cfg.real and not Path(cfg.real).is_dir():
-        raise InputFileError(cfg.real, "real-objects folder not found")
+    for folder in (cfg.real, cfg.real_val):
+        if folder and not Path(folder).is_dir():
+            raise InputFileError(folder, "real-objects folder not found")
     models = {"default": load_model(cfg.checkpoint, device=cfg.device)}
     models.update({name: load_model(folder, device=cfg.device)
                    for name, folder in (a.split("=", 1) for a in cfg.ablation)})
@@ -558,6 +614,10 @@ def evaluate(cfg: IKEvalConfig) -> Result:
         splits = ("test", "test_category") if cfg.split == "all" else (cfg.split,)
         by_split, train = synthetic_targets(data, splits, cfg.max_targets, cfg.frames_per_seq, cfg.seed)
         targets = [t for s in splits for t in by_split[s]]
+    if cfg.real_val:
+        folder = Path(cfg.real_val)
+        targets += real_targets(folder, cfg.real_configs, cfg.real_max_vertices, cfg.seed, cfg.max_targets, "real_val",
+                                validation_objects(folder, cfg.real_val_objects, cfg.seed))
     if cfg.real:
         targets += real_targets(Path(cfg.real), cfg.real_configs, cfg.real_max_vertices, cfg.seed, cfg.max_targets)
     if not targets:
