@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from kinemesh.errors import ConfigError, InputFileError, KinemeshError
 from kinemesh.eval import Result, check, option
@@ -73,6 +74,12 @@ class IKEvalConfig:
                              "samples (IK_REDUCTION), or motion probes along its URDF joints (probes) or along joints "
                              "predicted from the static shape (predicted-probes)",
                              choices=("prior", "probes", "predicted-probes"))
+    real_base: str = option("free", "NeuROK on a real object: the whole object may move (free), or its base part "
+                            "(the largest) stays at rest (fixed), as `kinemesh simulate` holds it",
+                            choices=("free", "fixed"))
+    real_rest: str = option("decoded", "NeuROK on a real object: parts move from the model's reconstruction of the "
+                            "rest pose (decoded) or relative to it, applied to the true rest mesh (anchored: "
+                            "kinemesh.ik.pipeline.RestAnchoredDecoder)", choices=("decoded", "anchored"))
     max_targets: int = option(30, "targets per split group (seeded subset)", min=1)
     frames_per_seq: int = option(2, "target frames per held-out sequence", min=1)
     methods: tuple | str = option(",".join(METHODS), f"comma list of {', '.join(METHODS)}")
@@ -184,13 +191,12 @@ def synthetic_targets(data: Path, splits, max_targets: int, frames_per_seq: int,
 
 
 def validation_objects(folder: Path, n: int, seed: int) -> list[Path]:
-    """The real validation objects of a folder of training objects: those whose id `kinemesh synth --from-urdf`
-    puts in its validation split (``hash_split`` at its default fraction 0.2, so they stay held out of a model
-    fine-tuned on that data), then a seeded sample of ``n`` of them (all when fewer), sorted by name."""
-    from kinemesh.synth.real import RealConfig, hash_split, object_id
+    """The real validation objects of a folder of training objects (``is_real_validation``: the objects
+    `kinemesh synth --from-urdf` holds out, as `kinemesh eval articulation --real-val` uses), a seeded sample of
+    ``n`` of them (all when fewer), sorted by name."""
+    from kinemesh.eval.articulation import is_real_validation
 
-    frac = RealConfig.val_fraction
-    subs = sorted(p for p in folder.iterdir() if p.is_dir() and hash_split(object_id(p), frac) == "val")
+    subs = sorted(p for p in folder.iterdir() if p.is_dir() and is_real_validation(p.name))
     return sorted(random.Random(seed).sample(subs, min(n, len(subs))))
 
 
@@ -358,6 +364,16 @@ class Runner:
                      seed=self.cfg.seed, kind="auto" if parts is None else t.kind, part_ids=parts,
                      probes=probes)
             dec, sub = b.decoder, b.subspace
+            if t.model_part_ids is not None and (self.cfg.real_base, self.cfg.real_rest) != ("free", "decoded"):
+                from kinemesh.ik.pipeline import RestAnchoredDecoder, base_fixed
+                from kinemesh.reduce.active_subspace import ReducedDecoder
+
+                inst = b.instance
+                if self.cfg.real_rest == "anchored":  # the rest pose: q = 0 (reduced), the prior mean (z)
+                    inst = RestAnchoredDecoder(inst, inst.mu_cond if sub is None else sub.z(torch.zeros(sub.k)))
+                if self.cfg.real_base == "fixed":
+                    inst = base_fixed(inst)
+                dec = inst if sub is None else ReducedDecoder(inst, sub)
             if sub is not None and self.cfg.spectrum and not self._plotted:
                 from kinemesh.viz.plots import plot_spectrum
 

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from kinemesh.errors import InputFileError, KinemeshError
 from kinemesh.reduce.bind import ReductionConfig
@@ -18,6 +19,84 @@ uncalibrated prior N(mu_cond, I) instead of the binding's default calibrated one
 targets the calibrated prior is the same with known correspondences (90.2 % vs 90.1 % motion explained) and
 mixed on scans (54.8 % vs 48.8 % motion explained, Chamfer-L1 0.0054 vs 0.0048; docs/results/ik_calibrated.md),
 so the measured IK numbers keep the uncalibrated one."""
+
+
+def base_fixed(decoder):
+    """``decoder`` (z or q -> shapes) seen from its base part, the part with the largest bounding box, as
+    `kinemesh simulate` holds an articulated object's base (:class:`kinemesh.dynamics.floating.BaseFrameDecoder`):
+    a fit can then move only what moves relative to the base, never the whole object to trade errors. The
+    decoder itself when it has fewer than two parts (``point_groups``)."""
+    from kinemesh.dynamics.floating import BaseFrameDecoder, base_anchor_points
+
+    groups = getattr(decoder, "point_groups", None)
+    if groups is None or len(np.unique(groups)) < 2:
+        return decoder
+    groups = np.asarray(groups).reshape(-1)
+    rp = decoder.rest_points.detach().double().cpu().numpy()
+    vol = {g: float(np.prod(np.ptp(rp[groups == g], axis=0) + 1e-9)) for g in np.unique(groups)}
+    base = max(vol, key=vol.get)
+    rv, vg = decoder.rest_vertices.detach().double().cpu().numpy(), np.asarray(decoder.vertex_groups).reshape(-1)
+    return BaseFrameDecoder(decoder, base_anchor_points(rp, groups == base), base_anchor_points(rv, vg == base))
+
+
+class RestAnchoredDecoder:
+    """A part-rigid decoder whose parts move relative to their decoded rest pose: each part of the shape at z is
+    the true rest part moved by the rigid motion that takes the part decoded at ``z0`` (the latent of the rest
+    pose) to the part decoded at z. The shape at z0 is then exactly the rest mesh, not the model's reconstruction
+    of it, whose error (0.4-1.4 % of the object's size on real validation objects) is as large as the turn of
+    a knob or a cap. The motion of a part comes exactly from three of its points (``base_anchor_points``), as
+    :class:`kinemesh.dynamics.floating.BaseFrameDecoder` holds a base. Same coordinates and prior as the
+    wrapped decoder (z (..., D) -> points (..., P, 3) / vertices (..., N, 3), metres)."""
+
+    def __init__(self, decoder, z0: torch.Tensor):
+        from kinemesh.dynamics.floating import _frame3, base_anchor_points
+
+        self.decoder = decoder
+        self.mu_cond, self.latent_dim = decoder.mu_cond, decoder.latent_dim
+        self.rest_points, self.rest_vertices = decoder.rest_points, decoder.rest_vertices
+        self.point_groups, self.vertex_groups = decoder.point_groups, decoder.vertex_groups
+        with torch.no_grad():
+            x0 = (decoder.points(z0[None])[0], decoder.vertices(z0[None])[0])
+        self._sides = []
+        for rest, groups, dec0 in ((self.rest_points, self.point_groups, x0[0]),
+                                   (self.rest_vertices, self.vertex_groups, x0[1])):
+            groups = np.asarray(groups).reshape(-1)
+            ids, member = np.unique(groups, return_inverse=True)
+            r = rest.detach().double().cpu().numpy()
+            anchors = np.zeros((len(ids), 3), np.int64)
+            ok = np.zeros(len(ids), bool)  # parts with a proper triangle of anchors (others: decoded as they are)
+            for k, g in enumerate(ids):
+                if (groups == g).sum() >= 3:
+                    anchors[k] = base_anchor_points(r, groups == g)
+                    e = r[anchors[k, 1:]] - r[anchors[k, 0]]
+                    ok[k] = np.linalg.norm(np.cross(e[0], e[1])) > 1e-9 * max(np.ptp(r, 0).max(), 1e-9) ** 2
+            anchors = torch.as_tensor(anchors)
+            a0 = dec0[anchors]  # (G, 3, 3) decoded rest anchors
+            f0 = torch.where(torch.as_tensor(ok)[:, None, None], _frame3(a0).nan_to_num(), torch.eye(3).to(a0))
+            self._sides.append((anchors, torch.as_tensor(member.reshape(-1)), f0, a0[:, 0], rest.detach(),
+                                torch.as_tensor(ok[member.reshape(-1)])))
+
+    @staticmethod
+    def _move(x: torch.Tensor, side) -> torch.Tensor:
+        from kinemesh.dynamics.floating import _frame3
+
+        anchors, member, f0, o0, rest, ok = side
+        a = x[..., anchors, :]  # (..., G, 3, 3)
+        R = _frame3(a).nan_to_num() @ f0.to(x).transpose(-1, -2)  # decoded rest -> decoded now, per part
+        d = (rest.to(x) - o0.to(x)[member])  # (N, 3) rest relative to the part's decoded rest anchor
+        moved = (R[..., member, :, :] @ d[..., None])[..., 0] + a[..., member, 0, :]
+        return torch.where(ok[:, None], moved, x)
+
+    def points(self, z: torch.Tensor) -> torch.Tensor:
+        return self._move(self.decoder.points(z), self._sides[0])
+
+    def vertices(self, z: torch.Tensor) -> torch.Tensor:
+        return self._move(self.decoder.vertices(z), self._sides[1])
+
+    def __getattr__(self, name):  # faces, posterior encoder, ... of the wrapped decoder
+        if name == "decoder":
+            raise AttributeError(name)
+        return getattr(self.decoder, name)
 
 
 def load_target(path: str | os.PathLike):
