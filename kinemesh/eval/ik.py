@@ -24,7 +24,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from kinemesh.errors import ConfigError, InputFileError, KinemeshError
 from kinemesh.eval import Result, check, option
@@ -340,8 +339,7 @@ class Runner:
         self._plotted = False
 
     def _neurok(self, model_name: str, t: EvalTarget, reduced: bool):
-        from kinemesh.ik.pipeline import IK_REDUCTION
-        from kinemesh.reduce import bind
+        from kinemesh.ik.pipeline import IK_REDUCTION, URDFBinding, bind_ik
 
         key = (model_name, t.instance_key, reduced)
         if key not in self._inst:
@@ -350,30 +348,12 @@ class Runner:
             red = replace(IK_REDUCTION, enabled=reduced, k_q=self.cfg.k_q,
                           method=self.cfg.subspace_method, calibrated_prior=self.cfg.calibrated_prior)
             t0 = time.perf_counter()
-            parts, probes = None, None
-            if t.model_part_ids is not None and self.cfg.real_parts == "links":
-                parts = t.model_part_ids  # a real object: its links, as `kinemesh ik` binds a URDF input
-            if t.articulation is not None and self.cfg.real_basis != "prior" and reduced:
-                from kinemesh.articulation.probes import motion_probes
-
-                given = t.articulation if self.cfg.real_basis == "probes" else None
-                probes, _ = motion_probes(t.rest_vertices, t.faces, t.model_part_ids, t.model_part_names, given,
-                                          seed=self.cfg.seed)
-                red = replace(red, basis="probes")
-            b = bind(t.rest_vertices, t.faces, self.models[model_name], reduction=red, n_points=2048,
-                     seed=self.cfg.seed, kind="auto" if parts is None else t.kind, part_ids=parts,
-                     probes=probes)
-            dec, sub = b.decoder, b.subspace
-            if t.model_part_ids is not None and (self.cfg.real_base, self.cfg.real_rest) != ("free", "decoded"):
-                from kinemesh.ik.pipeline import RestAnchoredDecoder, base_fixed
-                from kinemesh.reduce.active_subspace import ReducedDecoder
-
-                inst = b.instance
-                if self.cfg.real_rest == "anchored":  # the rest pose: q = 0 (reduced), the prior mean (z)
-                    inst = RestAnchoredDecoder(inst, inst.mu_cond if sub is None else sub.z(torch.zeros(sub.k)))
-                if self.cfg.real_base == "fixed":
-                    inst = base_fixed(inst)
-                dec = inst if sub is None else ReducedDecoder(inst, sub)
+            real = t.model_part_ids is not None and self.cfg.real_parts == "links"
+            how = URDFBinding(basis=self.cfg.real_basis, fixed_base=self.cfg.real_base == "fixed",
+                              anchored=self.cfg.real_rest == "anchored")
+            dec, sub, _ = bind_ik(t.rest_vertices, t.faces, self.models[model_name], red,
+                                  t.model_part_ids if real else None, t.model_part_names,
+                                  t.articulation if real else None, how, seed=self.cfg.seed)
             if sub is not None and self.cfg.spectrum and not self._plotted:
                 from kinemesh.viz.plots import plot_spectrum
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,53 @@ uncalibrated prior N(mu_cond, I) instead of the binding's default calibrated one
 targets the calibrated prior is the same with known correspondences (90.2 % vs 90.1 % motion explained) and
 mixed on scans (54.8 % vs 48.8 % motion explained, Chamfer-L1 0.0054 vs 0.0048; docs/results/ik_calibrated.md),
 so the measured IK numbers keep the uncalibrated one."""
+
+
+@dataclass
+class URDFBinding:
+    """How inverse kinematics binds an object whose links and joints are known (a URDF / PartNet-Mobility input):
+    the defaults were chosen on the real validation objects (docs/results/ik_real.md)."""
+
+    basis: str = "probes"
+    """"probes": reduced coordinates from motion probes along the object's joints (``predicted-probes``: along
+    joints predicted from the static shape), "prior": the active subspace of prior samples (``IK_REDUCTION``)."""
+    fixed_base: bool = True
+    """The base part (the largest) stays at rest (:func:`base_fixed`)."""
+    anchored: bool = False
+    """Parts move relative to their decoded rest pose, applied to the true rest mesh (:class:`RestAnchoredDecoder`)."""
+
+
+def bind_ik(vertices, faces, model, reduction: ReductionConfig, part_ids=None, part_names=None, articulation=None,
+            how: URDFBinding | None = None, seed: int = 0, device: str = "cpu"):
+    """The model bound for inverse kinematics: :func:`kinemesh.reduce.bind` with ``reduction``; for an object
+    whose articulation (an ArticulatedObject: a URDF / PartNet-Mobility input) and parts (``part_ids`` (N,)
+    indexing ``part_names``) are known, it is bound as articulated with those parts and reduced and held as
+    ``how`` says (default :class:`URDFBinding`). Returns (decoder, subspace or None, Binding). Raises like bind."""
+    from dataclasses import replace
+
+    from kinemesh.reduce import bind
+    from kinemesh.reduce.active_subspace import ReducedDecoder
+
+    if articulation is None or part_ids is None:
+        b = bind(vertices, faces, model, part_ids=part_ids, reduction=reduction, n_points=2048, seed=seed,
+                 device=device)
+        return b.decoder, b.subspace, b
+    how = how or URDFBinding()
+    probes = None
+    if how.basis != "prior" and reduction.enabled:
+        from kinemesh.articulation.probes import motion_probes
+
+        probes, _ = motion_probes(vertices, faces, part_ids, part_names,
+                                  articulation if how.basis == "probes" else None, seed=seed)
+        reduction = replace(reduction, basis="probes")
+    b = bind(vertices, faces, model, kind="articulated", part_ids=part_ids, reduction=reduction, n_points=2048,
+             seed=seed, device=device, probes=probes)
+    dec, sub = b.instance, b.subspace
+    if how.anchored:  # the rest pose: q = 0 (reduced), the prior mean (z)
+        dec = RestAnchoredDecoder(dec, dec.mu_cond if sub is None else sub.z(torch.zeros(sub.k)))
+    if how.fixed_base:
+        dec = base_fixed(dec)
+    return (dec if sub is None else ReducedDecoder(dec, sub)), sub, b
 
 
 def base_fixed(decoder):
@@ -63,29 +111,31 @@ class RestAnchoredDecoder:
             groups = np.asarray(groups).reshape(-1)
             ids, member = np.unique(groups, return_inverse=True)
             r = rest.detach().double().cpu().numpy()
-            anchors = np.zeros((len(ids), 3), np.int64)
-            ok = np.zeros(len(ids), bool)  # parts with a proper triangle of anchors (others: decoded as they are)
-            for k, g in enumerate(ids):
+            anchors, keep = [], np.zeros(len(ids), bool)  # parts with a proper triangle of anchors; others
+            for k, g in enumerate(ids):                         # (under 3 samples) stay as decoded
                 if (groups == g).sum() >= 3:
-                    anchors[k] = base_anchor_points(r, groups == g)
-                    e = r[anchors[k, 1:]] - r[anchors[k, 0]]
-                    ok[k] = np.linalg.norm(np.cross(e[0], e[1])) > 1e-9 * max(np.ptp(r, 0).max(), 1e-9) ** 2
-            anchors = torch.as_tensor(anchors)
-            a0 = dec0[anchors]  # (G, 3, 3) decoded rest anchors
-            f0 = torch.where(torch.as_tensor(ok)[:, None, None], _frame3(a0).nan_to_num(), torch.eye(3).to(a0))
-            self._sides.append((anchors, torch.as_tensor(member.reshape(-1)), f0, a0[:, 0], rest.detach(),
-                                torch.as_tensor(ok[member.reshape(-1)])))
+                    idx = base_anchor_points(r, groups == g)
+                    e = r[idx[1:]] - r[idx[0]]
+                    keep[k] = np.linalg.norm(np.cross(e[0], e[1])) > 1e-9 * max(np.ptp(r, 0).max(), 1e-9) ** 2
+                    anchors += [idx] if keep[k] else []
+            slot = np.cumsum(keep) - 1  # group -> row of anchors
+            sel = np.flatnonzero(keep[member.reshape(-1)])  # points / vertices that follow their part's anchors
+            anchors = torch.as_tensor(np.asarray(anchors, np.int64).reshape(-1, 3))
+            a0 = dec0[anchors]  # (G', 3, 3) decoded rest anchors
+            part = torch.as_tensor(slot[member.reshape(-1)[sel]])
+            self._sides.append((anchors, torch.as_tensor(sel), part, _frame3(a0), a0[:, 0], rest.detach()[sel]))
 
     @staticmethod
     def _move(x: torch.Tensor, side) -> torch.Tensor:
         from kinemesh.dynamics.floating import _frame3
 
-        anchors, member, f0, o0, rest, ok = side
-        a = x[..., anchors, :]  # (..., G, 3, 3)
-        R = _frame3(a).nan_to_num() @ f0.to(x).transpose(-1, -2)  # decoded rest -> decoded now, per part
-        d = (rest.to(x) - o0.to(x)[member])  # (N, 3) rest relative to the part's decoded rest anchor
-        moved = (R[..., member, :, :] @ d[..., None])[..., 0] + a[..., member, 0, :]
-        return torch.where(ok[:, None], moved, x)
+        anchors, sel, part, f0, o0, rest = side
+        a = x[..., anchors, :]  # (..., G', 3, 3)
+        R = _frame3(a) @ f0.to(x).transpose(-1, -2)  # decoded rest -> decoded now, per part
+        d = rest.to(x) - o0.to(x)[part]  # rest relative to the part's decoded rest anchor
+        out = x.clone()
+        out[..., sel, :] = (R[..., part, :, :] @ d[..., None])[..., 0] + a[..., part, 0, :]
+        return out
 
     def points(self, z: torch.Tensor) -> torch.Tensor:
         return self._move(self.decoder.points(z), self._sides[0])
