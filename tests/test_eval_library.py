@@ -92,6 +92,11 @@ def test_ik_real_validation_objects_bound_by_links(toy, tmp_path):
         groups[parts] = len(np.unique(dec.decoder.point_groups))
         assert (sub.scale is not None) == (basis == "probes")  # probe coordinates are scaled to the probes' spread
     assert groups == {"links": 4, "components": 5}  # the handle is a component of its own, part of the door link
+    from kinemesh.ik.pipeline import URDFBinding
+
+    default = ik.IKEvalConfig(real="r")  # the eval measures what `kinemesh ik` does with a URDF input
+    assert URDFBinding() == URDFBinding(basis=default.real_basis, fixed_base=default.real_base == "fixed",
+                                        anchored=default.real_rest == "anchored")
     res = ik.evaluate(ik.IKEvalConfig(real_val=str(tmp_path / "val"), checkpoint=str(toy[1]), methods="rest,oracle",
                                       fit_loss="vertex", real_configs=2, metric_samples=300))
     assert {r["group"] for r in res.rows} == {"real_val"} and len(res.rows) == 4

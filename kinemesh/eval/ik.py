@@ -69,11 +69,11 @@ class IKEvalConfig:
     real_parts: str = option("links", "parts the model is bound with on a real object: its URDF links (a link on a "
                              "fixed joint merged into its parent), as `kinemesh ik` binds a URDF input, or the mesh's "
                              "connected components (the protocol before 2026-11-24)", choices=("links", "components"))
-    real_basis: str = option("prior", "NeuROK's reduced coordinates on a real object: the active subspace of prior "
+    real_basis: str = option("probes", "NeuROK's reduced coordinates on a real object: the active subspace of prior "
                              "samples (IK_REDUCTION), or motion probes along its URDF joints (probes) or along joints "
                              "predicted from the static shape (predicted-probes)",
                              choices=("prior", "probes", "predicted-probes"))
-    real_base: str = option("free", "NeuROK on a real object: the whole object may move (free), or its base part "
+    real_base: str = option("fixed", "NeuROK on a real object: the whole object may move (free), or its base part "
                             "(the largest) stays at rest (fixed), as `kinemesh simulate` holds it",
                             choices=("free", "fixed"))
     real_rest: str = option("decoded", "NeuROK on a real object: parts move from the model's reconstruction of the "
