@@ -542,6 +542,8 @@ def _render_protocol(rows: list[dict], proto: str) -> list[str]:
                              f"{_fmt(a['chamfer_l1'])} / {_fmt(100 * a['motion_explained'], 1)}%")
             lines.append(f"| {method_label(m)} | " + " | ".join(cells) + " |")
         lines.append("")
+        if g in ("real", "real_val"):
+            lines += _per_object(rows, g, proto, [m for m in ("neurok", "oracle") if m in methods])
         # headline checks for this group
         if "neurok" in methods and (g, "neurok") in agg and (g, "rest") in agg:
             a, rest = agg[(g, "neurok")], agg[(g, "rest")]
@@ -553,6 +555,23 @@ def _render_protocol(rows: list[dict], proto: str) -> list[str]:
                       f"(goal >= 80%); Chamfer-L1 {a['chamfer_l1'] / rest['chamfer_l1']:.2f}x the rest pose's "
                       f"(goal <= 0.2x); best non-oracle baseline / ours = {ratio} (goal >= 2x).", ""]
     return lines
+
+
+def _per_object(rows: list[dict], group: str, proto: str, methods: list[str]) -> list[str]:
+    """Per real object (its targets together): the rest pose's Chamfer-L1, and per method its Chamfer-L1 as a
+    multiple of the rest pose's and the motion explained."""
+    objects = sorted({r["target"].split("#")[0] for r in rows if r["group"] == group})
+    lines = [f"Per object ({GROUPS[group]}, protocol '{proto}'): rest Chamfer-L1; per method Chamfer-L1 / rest's, "
+             "motion explained", "", "| object | category | targets | rest Chamfer-L1 | "
+             + " | ".join(method_label(m) for m in methods) + " |", "|---|---|---|---|" + "---|" * len(methods)]
+    for o in objects:
+        agg = summarize([dict(r, group=o) for r in rows if r["group"] == group and r["target"].split("#")[0] == o])
+        rest = agg[(o, "rest")]
+        cells = ["-" if (o, m) not in agg else f"{agg[(o, m)]['chamfer_l1'] / rest['chamfer_l1']:.2f}x / "
+                 f"{_fmt(100 * agg[(o, m)]['motion_explained'], 1)}%" for m in methods]
+        cat = next(r["category"] for r in rows if r["target"].split("#")[0] == o)
+        lines.append(f"| {o} | {cat} | {rest['n']} | {_fmt(rest['chamfer_l1'], 5)} | " + " | ".join(cells) + " |")
+    return lines + [""]
 
 
 PROTOCOL = [
@@ -578,6 +597,11 @@ PROTOCOL = [
     "at lr 0.02 + L-BFGS, same objective; chosen on validation objects, see docs/results/ik.md); 'reduced q only' "
     "skips the polish; 'w/o model reduction' fits the full latent z (D = 128) from the start with the same "
     "harness. Ablation checkpoints go through the same pipeline.",
+    "- Real objects (`--real`, and `--real-val`: a seeded sample of the real training objects that `kinemesh synth "
+    "--from-urdf` holds out for validation): bound as `kinemesh ik` binds a URDF input (`kinemesh.ik.pipeline."
+    "bind_ik`): the links as parts (a link on a fixed joint merged into its parent), articulated, reduced "
+    "coordinates from motion probes along the URDF's joints (`--real-basis`), the base part (the largest) held at "
+    "rest (`--real-base`); the oracle is handed the same joints, with their values unknown.",
     "- PCA: principal components (99% variance, <= 32) of up to 200 training deformation fields of the same "
     "category (same kind when the category is unseen), transferred to the test mesh by nearest neighbours in "
     "normalized space; coefficients fitted. Nearest pose: the best of the same transferred fields. Free-form: "
