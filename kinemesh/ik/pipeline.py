@@ -56,8 +56,8 @@ def bind_ik(vertices, faces, model, reduction: ReductionConfig, part_ids=None, p
     if how.basis != "prior" and reduction.enabled:
         from kinemesh.articulation.probes import motion_probes
 
-        probes, _ = motion_probes(vertices, faces, part_ids, part_names,
-                                  articulation if how.basis == "probes" else None, seed=seed)
+        probes = motion_probes(vertices, faces, part_ids, part_names,
+                               articulation if how.basis == "probes" else None, seed=seed)[0]
         reduction = replace(reduction, basis="probes")
     b = bind(vertices, faces, model, kind="articulated", part_ids=part_ids, reduction=reduction, n_points=2048,
              seed=seed, device=device, probes=probes)
