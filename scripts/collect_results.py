@@ -18,6 +18,7 @@ DOCS = [
     ("docs/results/headline.md", "Headline: real objects and unlike categories"),
     ("docs/results/model.md", "Kinematic model (issue: neural kinematic model)"),
     ("docs/results/ik.md", "Active subspace and inverse kinematics (Table 1)"),
+    ("docs/results/ik_real.md", "Inverse kinematics on real objects"),
     ("docs/results/ik_calibrated.md", "Inverse kinematics with the calibrated prior (option)"),
     ("docs/results/dynamics.md", "Latent dynamics vs MuJoCo"),
     ("docs/results/articulation.md", "Articulation (GEOPARD + ATOP)"),

@@ -62,6 +62,47 @@ def test_ik_rows_and_resume(toy, tmp_path):
     assert "UNTRAINED" in text and "| oracle articulation (GT joints) |" in text
 
 
+def test_ik_real_validation_objects_bound_by_links(toy, tmp_path):
+    """--real-val: a seeded sample of the objects `synth --from-urdf` holds out for validation; real objects are
+    bound with their links as parts (the door and its separate handle are one part), cached bindings add no
+    setup time, and the probe basis comes from the URDF's joints."""
+    from kinemesh.model import load_model
+    from kinemesh.synth.real import hash_split
+
+    ids = [str(i) for i in range(1000, 1060)]
+    val = [i for i in ids if hash_split(i, 0.2) == "val"]
+    for i in ids:
+        (tmp_path / "train" / f"kitchenmodels__{i}").mkdir(parents=True)
+    picked = ik.validation_objects(tmp_path / "train", 4, seed=0)
+    assert len(val) > 4 and len(picked) == 4 and picked == sorted(picked)
+    assert {p.name.split("__")[1] for p in picked} <= set(val) and picked == ik.validation_objects(
+        tmp_path / "train", 4, seed=0) and picked != ik.validation_objects(tmp_path / "train", 4, seed=1)
+    assert len(ik.validation_objects(tmp_path / "train", 100, seed=0)) == len(val)
+
+    cab = make_partnet_folder(tmp_path / "val" / f"kitchenmodels__{val[0]}")
+    (t,) = ik.real_targets(tmp_path / "val", 1, 10000, 0, 5, "real_val", [cab])
+    assert t.group == "real_val" and t.model_part_names == ["link_0", "link_1", "link_2", "link_2_helper", "link_3"]
+    groups = {}
+    for parts, basis in (("links", "probes"), ("components", "prior")):
+        cfg = ik.IKEvalConfig(real_val=str(tmp_path / "val"), checkpoint=str(toy[1]), real_parts=parts,
+                              real_basis=basis)
+        runner = ik.Runner(cfg, {"default": load_model(str(toy[1]))}, None)
+        dec, sub, setup = runner._neurok("default", t, reduced=True)
+        assert setup > 0 and runner._neurok("default", t, reduced=True)[2] == 0.0  # bound once
+        groups[parts] = len(np.unique(dec.decoder.point_groups))
+        assert (sub.scale is not None) == (basis == "probes")  # probe coordinates are scaled to the probes' spread
+    assert groups == {"links": 4, "components": 5}  # the handle is a component of its own, part of the door link
+    from kinemesh.ik.pipeline import URDFBinding
+
+    default = ik.IKEvalConfig(real="r")  # the eval measures what `kinemesh ik` does with a URDF input
+    assert URDFBinding() == URDFBinding(basis=default.real_basis, fixed_base=default.real_base == "fixed",
+                                        anchored=default.real_rest == "anchored")
+    res = ik.evaluate(ik.IKEvalConfig(real_val=str(tmp_path / "val"), checkpoint=str(toy[1]), methods="rest,oracle",
+                                      fit_loss="vertex", real_configs=2, metric_samples=300))
+    assert {r["group"] for r in res.rows} == {"real_val"} and len(res.rows) == 4
+    assert "## real PartNet-Mobility, validation objects (2 targets" in ik.render(res.rows, "cmd", [])
+
+
 def test_dynamics_rows(toy, tmp_path):
     _, ckpt = toy
     cfg = dynamics.DynamicsEvalConfig(data=str(tmp_path / "gt"), checkpoint=str(ckpt), per_scenario=1,

@@ -171,6 +171,49 @@ def test_volumetric_iou_non_watertight_uses_voxels():
     assert metrics.volumetric_iou(open_a, b, voxel_resolution=30) == pytest.approx(1 / 3, abs=0.03)
 
 
+def test_voxel_keys_match_trimesh_subdivision_voxelizer():
+    """The barycentric-grid voxelizer marks the voxels the surface crosses, as trimesh's subdivision voxelizer
+    does (surface points at most pitch / 2 apart, rounded to the lattice), without subdividing: on a box of two
+    huge triangles per side, a sphere and a long sliver off axis, every surface voxel touches the surface, the
+    sets agree but for voxels the surface grazes, and the IoU is trimesh's."""
+    from trimesh.voxel import creation
+
+    def reference(mesh, pitch):
+        surface = creation.voxelize(mesh, pitch=pitch)
+        filled = surface.copy().fill()
+        def keys(grid):
+            idx = np.round(np.asarray(grid.points) / pitch).astype(np.int64) + (1 << 20)
+            return np.unique((idx[:, 0] << 42) | (idx[:, 1] << 21) | idx[:, 2])
+        return keys(surface), keys(filled)
+
+    def centres(keys, pitch):
+        return (np.stack([(keys >> 42) & 0x1FFFFF, (keys >> 21) & 0x1FFFFF, keys & 0x1FFFFF], 1) - (1 << 20)) * pitch
+
+    box = trimesh.creation.box([1.03, 0.97, 1.11])  # sides off the voxel lattice
+    box.apply_translation([0.013, 0.021, -0.007])
+    sphere = trimesh.creation.icosphere(3)
+    sliver = trimesh.Trimesh([[0.1, 0.2, 0.3], [1.7, 0.9, 0.5], [0.12, 0.23, 0.36]], [[0, 1, 2]], process=False)
+    for mesh, pitch in ((box, 1 / 16), (sphere, 1 / 20), (sliver, 0.05)):
+        surf, filled = metrics._voxel_keys(mesh, pitch)
+        ref_surf, ref_filled = reference(mesh, pitch)
+        d = metrics.point_to_surface_distance(centres(surf, pitch), mesh.vertices, mesh.faces)
+        assert d.max() <= 0.5 * np.sqrt(3) * pitch + 1e-9  # each marked voxel touches the surface
+        assert len(np.intersect1d(surf, ref_surf)) >= 0.9 * len(ref_surf)
+        assert len(np.intersect1d(filled, ref_filled)) >= 0.9 * len(ref_filled)
+    surf, filled = metrics._voxel_keys(box, 1 / 16)
+    assert len(filled) - 0.5 * len(surf) == pytest.approx(1.03 * 0.97 * 1.11 * 16 ** 3, rel=0.05)  # inside filled
+    moved = sphere.copy()
+    moved.apply_translation([0.3, 0.1, 0.0])
+    ours = metrics.volumetric_iou(sphere, moved, method="voxel", voxel_resolution=32)
+    original = metrics._voxel_keys
+    try:
+        metrics._voxel_keys = reference
+        assert ours == pytest.approx(metrics.volumetric_iou(sphere, moved, method="voxel", voxel_resolution=32),
+                                     abs=0.01)
+    finally:
+        metrics._voxel_keys = original
+
+
 # ------------------------------------------------------------------------------------------- joint errors
 def test_axis_angle_error_is_sign_invariant():
     assert metrics.axis_angle_error_deg([0, 0, 1], [0, 0, -1]) == pytest.approx(0.0, abs=1e-12)

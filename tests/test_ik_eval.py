@@ -162,3 +162,31 @@ def test_eval_model_end_to_end_and_rerender(tiny_dataset, tiny_checkpoint, tmp_p
     assert again.with_suffix(".md").read_text() == table
     assert main(["eval", "model", "--data", str(tiny_dataset), "--checkpoint", str(tiny_checkpoint),
                  "--split", "nope"]) != 0
+
+
+def test_ik_command_on_a_urdf_input_holds_the_base(tmp_path, tiny_checkpoint, capsys):
+    """A PartNet-Mobility folder as the rest: bound with its links, reduced along its joints, the base part (the
+    body, the largest) held at rest, so the fitted body is exactly the rest body even with an untrained model."""
+    from data_fixtures import make_partnet_folder
+    from kinemesh.data.partnet import load_articulated
+    from kinemesh.geometry.segments import link_parts
+
+    folder = make_partnet_folder(tmp_path / "cab")
+    obj = load_articulated(folder)
+    rest, faces, pids = obj.merged({})
+    target = obj.merged({"door_hinge": 0.8, "drawer_slide": -0.3})[0]
+    export_obj(target, faces, tmp_path / "target.obj")
+    assert main(["ik", "--rest", str(folder), "--target", str(tmp_path / "target.obj"), "--out",
+                 str(tmp_path / "fit.obj"), "--json", str(tmp_path / "fit.json"), "--checkpoint",
+                 str(tiny_checkpoint), "--steps", "5", "--starts", "1", "--save-subspace", str(tmp_path / "sub")]) == 0
+    import trimesh
+
+    from kinemesh.reduce import Subspace
+
+    fit = np.asarray(trimesh.load(tmp_path / "fit.obj", process=False).vertices)
+    to_part, names = link_parts(obj)
+    body = to_part[pids] == names.index("link_3")
+    assert fit.shape == rest.shape and np.abs(fit[body] - rest[body]).max() < 1e-4
+    assert np.abs(fit[~body] - rest[~body]).max() > 1e-3  # the other parts were fitted
+    assert Subspace.load(tmp_path / "sub").scale is not None  # probe coordinates (scaled to the probes' spread)
+    assert "motion explained" in capsys.readouterr().out

@@ -68,8 +68,7 @@ def run(args) -> int:
     from kinemesh.data.exporters import export_obj
     from kinemesh.errors import ConfigError, InputFileError, KinemeshError
     from kinemesh.ik import IKConfig, make_target, solve
-    from kinemesh.ik.pipeline import IK_REDUCTION, load_target
-    from kinemesh.reduce import bind
+    from kinemesh.ik.pipeline import IK_REDUCTION, bind_ik, load_target
 
     if args.steps < 0 or args.starts < 1 or args.polish_steps < 0:
         raise ConfigError("--steps and --polish-steps must be >= 0 and --starts >= 1")
@@ -96,9 +95,9 @@ def run(args) -> int:
     torch.manual_seed(args.seed)
     red = dataclasses.replace(IK_REDUCTION, enabled=not args.no_reduction, k_q=args.k_q,
                               method=args.subspace_method, calibrated_prior=args.calibrated_prior)
-    b = bind(rest_v, rest_f, args.checkpoint, part_ids=part_ids, reduction=red, n_points=2048, seed=args.seed,
-             device=args.device)
-    decoder, sub = b.decoder, b.subspace
+    # a URDF / PartNet-Mobility input: articulated, reduced along its joints, base held (ik.pipeline.URDFBinding)
+    decoder, sub, _ = bind_ik(rest_v, rest_f, args.checkpoint, red, part_ids, wm.part_names, wm.articulation,
+                              seed=args.seed, device=args.device)
     if sub is not None and args.save_subspace:
         sub.save(args.save_subspace)
     if sub is not None and args.spectrum:

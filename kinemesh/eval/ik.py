@@ -46,7 +46,7 @@ PROTOCOLS = {
     "chamfer": "target = a scan: Chamfer data term, no correspondences",
 }
 GROUPS = {"val": "validation instances", "test": "held-out instances", "test_category": "held-out categories",
-          "real": "real PartNet-Mobility"}
+          "real_val": "real PartNet-Mobility, validation objects", "real": "real PartNet-Mobility"}
 PAPER = "| NeuROK (paper, PartNet-Mobility, GPU) | 0.028 | 0.028 | 0.764 | - | - | - | - |"
 
 
@@ -60,8 +60,25 @@ class IKEvalConfig:
                         choices=("all", "test", "test_category", "val"))
     checkpoint: str | None = option(None, "model checkpoint folder (default: the shipped model)")
     real: str | None = option(None, "folder of real PartNet-Mobility objects (never trained on)")
+    real_val: str | None = option(None, "folder of real training objects (data/real_train): the same protocol as --real "
+                                  "on a fixed validation subset of them (--real-val-objects), for choosing settings")
+    real_val_objects: int = option(12, "objects of --real-val: a seeded sample (--seed) of those whose id falls in "
+                                   "the validation split of `kinemesh synth --from-urdf` (hash of the id)", min=1)
     real_configs: int = option(2, "sampled joint configurations per real object", min=1)
     real_max_vertices: int = option(10000, "vertex budget of a real object", min=1)
+    real_parts: str = option("links", "parts the model is bound with on a real object: its URDF links (a link on a "
+                             "fixed joint merged into its parent), as `kinemesh ik` binds a URDF input, or the mesh's "
+                             "connected components (the protocol before 2026-11-24)", choices=("links", "components"))
+    real_basis: str = option("probes", "NeuROK's reduced coordinates on a real object: the active subspace of prior "
+                             "samples (IK_REDUCTION), or motion probes along its URDF joints (probes) or along joints "
+                             "predicted from the static shape (predicted-probes)",
+                             choices=("prior", "probes", "predicted-probes"))
+    real_base: str = option("fixed", "NeuROK on a real object: the whole object may move (free), or its base part "
+                            "(the largest) stays at rest (fixed), as `kinemesh simulate` holds it",
+                            choices=("free", "fixed"))
+    real_rest: str = option("decoded", "NeuROK on a real object: parts move from the model's reconstruction of the "
+                            "rest pose (decoded) or relative to it, applied to the true rest mesh (anchored: "
+                            "kinemesh.ik.pipeline.RestAnchoredDecoder)", choices=("decoded", "anchored"))
     max_targets: int = option(30, "targets per split group (seeded subset)", min=1)
     frames_per_seq: int = option(2, "target frames per held-out sequence", min=1)
     methods: tuple | str = option(",".join(METHODS), f"comma list of {', '.join(METHODS)}")
@@ -90,8 +107,8 @@ class IKEvalConfig:
 
     def __post_init__(self):
         check(self)
-        if self.data is None and self.real is None:
-            raise ConfigError("give --data DIR (synthetic held-out splits) and/or --real DIR")
+        if self.data is None and self.real is None and self.real_val is None:
+            raise ConfigError("give --data DIR (synthetic held-out splits) and/or --real DIR / --real-val DIR")
         if isinstance(self.methods, str):
             self.methods = tuple(m.strip() for m in self.methods.split(",") if m.strip())
         bad = [m for m in self.methods if m not in METHODS]
@@ -119,6 +136,13 @@ class EvalTarget:
     joints: list | None = None
     instance_key: str = ""
     extra: dict = field(default_factory=dict)
+    model_part_ids: np.ndarray | None = None
+    """(N,) the part of every vertex the model is bound with, as ``kinemesh ik`` binds a URDF input (its links,
+    a link on a fixed joint merged into its parent), indexing ``model_part_names``; None = the mesh's own
+    connected components."""
+    model_part_names: list | None = None
+    articulation: object = None
+    """The ArticulatedObject of a real target (its joints make the motion probes)."""
 
 
 def synthetic_targets(data: Path, splits, max_targets: int, frames_per_seq: int, seed: int):
@@ -165,12 +189,25 @@ def synthetic_targets(data: Path, splits, max_targets: int, frames_per_seq: int,
     return out, train
 
 
-def real_targets(folder: Path, n_configs: int, max_vertices: int, seed: int, max_targets: int):
-    """Real PartNet-Mobility objects at sampled joint configurations (never trained on)."""
+def validation_objects(folder: Path, n: int, seed: int) -> list[Path]:
+    """The real validation objects of a folder of training objects (``is_real_validation``: the objects
+    `kinemesh synth --from-urdf` holds out, as `kinemesh eval articulation --real-val` uses), a seeded sample of
+    ``n`` of them (all when fewer), sorted by name."""
+    from kinemesh.eval.articulation import is_real_validation
+
+    subs = sorted(p for p in folder.iterdir() if p.is_dir() and is_real_validation(p.name))
+    return sorted(random.Random(seed).sample(subs, min(n, len(subs))))
+
+
+def real_targets(folder: Path, n_configs: int, max_vertices: int, seed: int, max_targets: int,
+                 group: str = "real", objects: list[Path] | None = None):
+    """Real PartNet-Mobility objects (the sub-folders of ``folder``, or ``objects``) at sampled joint
+    configurations; the model is bound with the objects' links as parts (``EvalTarget.model_part_ids``)."""
     from kinemesh.data.partnet import load_articulated
+    from kinemesh.geometry.segments import link_parts
 
     targets = []
-    for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
+    for sub in objects if objects is not None else sorted(p for p in folder.iterdir() if p.is_dir()):
         if len(targets) >= max_targets:
             break
         try:
@@ -181,15 +218,16 @@ def real_targets(folder: Path, n_configs: int, max_vertices: int, seed: int, max
         if not obj.movable_joints:
             continue
         rest, faces, pids = obj.merged(None)
+        to_part, kept = link_parts(obj)
         rng = np.random.default_rng([seed, len(targets)])
         for c in range(n_configs):
             vals = obj.sample_values(rng)
             tv = obj.merged(vals)[0]
             targets.append(EvalTarget(
-                group="real", kind="articulated", category=obj.category, name=f"{sub.name}#{c}",
+                group=group, kind="articulated", category=obj.category, name=f"{sub.name}#{c}",
                 rest_vertices=rest, faces=faces, target_vertices=tv, part_ids=pids,
                 part_names=[p.name for p in obj.parts], joints=[j.to_dict() for j in obj.joints],
-                instance_key=sub.name))
+                instance_key=sub.name, model_part_ids=to_part[pids], model_part_names=kept, articulation=obj))
     return targets
 
 
@@ -222,38 +260,48 @@ class TrainingPools:
 
 
 # ------------------------------------------------------------------------------------------------ metrics
-def score(fit_v: np.ndarray, t: EvalTarget, n_samples: int, iou_points: int, seed: int,
-          iou_voxels: int = 32) -> dict:
-    """Metrics of one fit (see module docstring), normalized by the rest shape."""
-    from kinemesh.geometry import metrics
-    from kinemesh.geometry.normalize import normalization
+class Scorer:
+    """Metrics of fits of one target (see module docstring), normalized by the rest shape; what depends on the
+    target alone (its surface samples, its surface index) is computed once for all methods."""
 
-    c, s = normalization(t.rest_vertices)
-    fv, tv, rv = (fit_v - c) * s, (t.target_vertices - c) * s, (t.rest_vertices - c) * s
-    from kinemesh.geometry.sampling import sample_surface
+    def __init__(self, t: EvalTarget, n_samples: int, iou_points: int, seed: int, iou_voxels: int = 32):
+        from kinemesh.geometry import metrics
+        from kinemesh.geometry.normalize import normalization
+        from kinemesh.geometry.sampling import sample_surface
 
-    # the samples and distances of metrics.chamfer (same seed streams), computed once for L1 and L2
-    pf = sample_surface(fv, t.faces, n_samples, seed=np.random.default_rng([int(seed), 0]))[0]
-    pt = sample_surface(tv, t.faces, n_samples, seed=np.random.default_rng([int(seed), 1]))[0]
-    d_ft = metrics.point_to_surface_distance(pf, tv, t.faces)
-    d_tf = metrics.point_to_surface_distance(pt, fv, t.faces)
-    out = {
-        "chamfer_l1": float(0.5 * (d_ft.mean() + d_tf.mean())),
-        "chamfer_l2": float(0.5 * ((d_ft ** 2).mean() + (d_tf ** 2).mean())),
-        "vertex_error": metrics.mean_vertex_error(fv, tv),
-        "rest_vertex_error": metrics.mean_vertex_error(rv, tv),
-    }
-    try:
-        out["iou"] = metrics.volumetric_iou((fv, t.faces), (tv, t.faces), n_points=iou_points, seed=seed,
-                                            voxel_resolution=iou_voxels)
-    except Exception as exc:  # noqa: BLE001 - IoU needs a usable volume; report NaN, never abort the table
-        log.debug("IoU failed for %s: %s", t.name, exc)
-        out["iou"] = float("nan")
-    if t.part_ids is not None and len(np.unique(t.part_ids)) > 1:
-        out["rigidity"] = metrics.within_part_rigidity(rv, fv, t.part_ids, seed=seed)
-    else:
-        out["rigidity"] = float("nan")
-    return out
+        self.t, self.n, self.iou_points, self.seed, self.iou_voxels = t, n_samples, iou_points, seed, iou_voxels
+        self.c, self.s = normalization(t.rest_vertices)
+        self.tv, self.rv = (t.target_vertices - self.c) * self.s, (t.rest_vertices - self.c) * self.s
+        # the samples and distances of metrics.chamfer (same seed streams), computed once for L1 and L2
+        self.pt = sample_surface(self.tv, t.faces, n_samples, seed=np.random.default_rng([int(seed), 1]))[0]
+        self.target_index = metrics.surface_index(self.tv, t.faces)
+
+    def __call__(self, fit_v: np.ndarray) -> dict:
+        from kinemesh.geometry import metrics
+        from kinemesh.geometry.sampling import sample_surface
+
+        t = self.t
+        fv = (np.asarray(fit_v, dtype=np.float64) - self.c) * self.s
+        pf = sample_surface(fv, t.faces, self.n, seed=np.random.default_rng([int(self.seed), 0]))[0]
+        d_ft = np.sqrt(self.target_index.sqdist(pf))
+        d_tf = metrics.point_to_surface_distance(self.pt, fv, t.faces)
+        out = {
+            "chamfer_l1": float(0.5 * (d_ft.mean() + d_tf.mean())),
+            "chamfer_l2": float(0.5 * ((d_ft ** 2).mean() + (d_tf ** 2).mean())),
+            "vertex_error": metrics.mean_vertex_error(fv, self.tv),
+            "rest_vertex_error": metrics.mean_vertex_error(self.rv, self.tv),
+        }
+        try:
+            out["iou"] = metrics.volumetric_iou((fv, t.faces), (self.tv, t.faces), n_points=self.iou_points,
+                                                seed=self.seed, voxel_resolution=self.iou_voxels)
+        except Exception as exc:  # noqa: BLE001 - IoU needs a usable volume; report NaN, never abort the table
+            log.debug("IoU failed for %s: %s", t.name, exc)
+            out["iou"] = float("nan")
+        if t.part_ids is not None and len(np.unique(t.part_ids)) > 1:
+            out["rigidity"] = metrics.within_part_rigidity(self.rv, fv, t.part_ids, seed=self.seed)
+        else:
+            out["rigidity"] = float("nan")
+        return out
 
 
 # ------------------------------------------------------------------------------------------------ methods
@@ -291,8 +339,7 @@ class Runner:
         self._plotted = False
 
     def _neurok(self, model_name: str, t: EvalTarget, reduced: bool):
-        from kinemesh.ik.pipeline import IK_REDUCTION
-        from kinemesh.reduce import bind
+        from kinemesh.ik.pipeline import IK_REDUCTION, URDFBinding, bind_ik
 
         key = (model_name, t.instance_key, reduced)
         if key not in self._inst:
@@ -301,9 +348,12 @@ class Runner:
             red = replace(IK_REDUCTION, enabled=reduced, k_q=self.cfg.k_q,
                           method=self.cfg.subspace_method, calibrated_prior=self.cfg.calibrated_prior)
             t0 = time.perf_counter()
-            b = bind(t.rest_vertices, t.faces, self.models[model_name], reduction=red, n_points=2048,
-                     seed=self.cfg.seed)
-            dec, sub = b.decoder, b.subspace
+            real = t.model_part_ids is not None and self.cfg.real_parts == "links"
+            how = URDFBinding(basis=self.cfg.real_basis, fixed_base=self.cfg.real_base == "fixed",
+                              anchored=self.cfg.real_rest == "anchored")
+            dec, sub, _ = bind_ik(t.rest_vertices, t.faces, self.models[model_name], red,
+                                  t.model_part_ids if real else None, t.model_part_names,
+                                  t.articulation if real else None, how, seed=self.cfg.seed)
             if sub is not None and self.cfg.spectrum and not self._plotted:
                 from kinemesh.viz.plots import plot_spectrum
 
@@ -312,7 +362,8 @@ class Runner:
                 self.notes.add(f"eigen-spectrum of {t.name} ({sub.method}, k_q = {sub.k}, "
                                f"{sub.explained:.3f} explained): {self.cfg.spectrum}")
             self._inst[key] = (dec, sub, time.perf_counter() - t0)
-        return self._inst[key]
+            return self._inst[key]
+        return self._inst[key][:2] + (0.0,)  # bound before: no setup time to take off this fit's
 
     def _pool_for(self, t: EvalTarget):
         from kinemesh.ik import baselines as B
@@ -329,11 +380,12 @@ class Runner:
     def run(self, t: EvalTarget) -> list[dict]:
         """Rows of every method on ``t``, for each fitting protocol."""
         rows, rest_metrics = [], {}  # the rest pose is the same under every protocol: scored once
+        scorer = Scorer(t, self.cfg.metric_samples, self.cfg.iou_points, self.cfg.seed, self.cfg.iou_voxels)
         for proto in self.protocols:
-            rows += self._run(t, proto, rest_metrics)
+            rows += self._run(t, proto, rest_metrics, scorer)
         return rows
 
-    def _run(self, t: EvalTarget, proto: str, rest_metrics: dict) -> list[dict]:
+    def _run(self, t: EvalTarget, proto: str, rest_metrics: dict, scorer: Scorer) -> list[dict]:
         from kinemesh.ik import baselines as B
         from kinemesh.ik import make_target, solve
 
@@ -386,8 +438,7 @@ class Runner:
             if m == "rest" and rest_metrics:
                 metrics = rest_metrics
             else:
-                metrics = score(np.asarray(fit, dtype=np.float64), t, self.cfg.metric_samples,
-                                self.cfg.iou_points, self.cfg.seed, self.cfg.iou_voxels)
+                metrics = scorer(fit)
                 if m == "rest":
                     rest_metrics.update(metrics)
             row.update(metrics)
@@ -454,7 +505,7 @@ def render(rows: list[dict], command: str, notes: list[str], header: str = "") -
 
 def _render_protocol(rows: list[dict], proto: str) -> list[str]:
     agg = summarize(rows)
-    groups = [g for g in ("val", "test", "test_category", "real") if any(r["group"] == g for r in rows)]
+    groups = [g for g in GROUPS if any(r["group"] == g for r in rows)]
     methods = []
     for r in rows:
         if r["method"] not in methods:
@@ -491,6 +542,8 @@ def _render_protocol(rows: list[dict], proto: str) -> list[str]:
                              f"{_fmt(a['chamfer_l1'])} / {_fmt(100 * a['motion_explained'], 1)}%")
             lines.append(f"| {method_label(m)} | " + " | ".join(cells) + " |")
         lines.append("")
+        if g in ("real", "real_val"):
+            lines += _per_object(rows, g, proto, [m for m in ("neurok", "oracle") if m in methods])
         # headline checks for this group
         if "neurok" in methods and (g, "neurok") in agg and (g, "rest") in agg:
             a, rest = agg[(g, "neurok")], agg[(g, "rest")]
@@ -502,6 +555,23 @@ def _render_protocol(rows: list[dict], proto: str) -> list[str]:
                       f"(goal >= 80%); Chamfer-L1 {a['chamfer_l1'] / rest['chamfer_l1']:.2f}x the rest pose's "
                       f"(goal <= 0.2x); best non-oracle baseline / ours = {ratio} (goal >= 2x).", ""]
     return lines
+
+
+def _per_object(rows: list[dict], group: str, proto: str, methods: list[str]) -> list[str]:
+    """Per real object (its targets together): the rest pose's Chamfer-L1, and per method its Chamfer-L1 as a
+    multiple of the rest pose's and the motion explained."""
+    objects = sorted({r["target"].split("#")[0] for r in rows if r["group"] == group})
+    lines = [f"Per object ({GROUPS[group]}, protocol '{proto}'): rest Chamfer-L1; per method Chamfer-L1 / rest's, "
+             "motion explained", "", "| object | category | targets | rest Chamfer-L1 | "
+             + " | ".join(method_label(m) for m in methods) + " |", "|---|---|---|---|" + "---|" * len(methods)]
+    for o in objects:
+        agg = summarize([dict(r, group=o) for r in rows if r["group"] == group and r["target"].split("#")[0] == o])
+        rest = agg[(o, "rest")]
+        cells = ["-" if (o, m) not in agg else f"{agg[(o, m)]['chamfer_l1'] / rest['chamfer_l1']:.2f}x / "
+                 f"{_fmt(100 * agg[(o, m)]['motion_explained'], 1)}%" for m in methods]
+        cat = next(r["category"] for r in rows if r["target"].split("#")[0] == o)
+        lines.append(f"| {o} | {cat} | {rest['n']} | {_fmt(rest['chamfer_l1'], 5)} | " + " | ".join(cells) + " |")
+    return lines + [""]
 
 
 PROTOCOL = [
@@ -527,6 +597,11 @@ PROTOCOL = [
     "at lr 0.02 + L-BFGS, same objective; chosen on validation objects, see docs/results/ik.md); 'reduced q only' "
     "skips the polish; 'w/o model reduction' fits the full latent z (D = 128) from the start with the same "
     "harness. Ablation checkpoints go through the same pipeline.",
+    "- Real objects (`--real`, and `--real-val`: a seeded sample of the real training objects that `kinemesh synth "
+    "--from-urdf` holds out for validation): bound as `kinemesh ik` binds a URDF input (`kinemesh.ik.pipeline."
+    "bind_ik`): the links as parts (a link on a fixed joint merged into its parent), articulated, reduced "
+    "coordinates from motion probes along the URDF's joints (`--real-basis`), the base part (the largest) held at "
+    "rest (`--real-base`); the oracle is handed the same joints, with their values unknown.",
     "- PCA: principal components (99% variance, <= 32) of up to 200 training deformation fields of the same "
     "category (same kind when the category is unseen), transferred to the test mesh by nearest neighbours in "
     "normalized space; coefficients fitted. Nearest pose: the best of the same transferred fields. Free-form: "
@@ -548,8 +623,9 @@ def evaluate(cfg: IKEvalConfig) -> Result:
     data = Path(cfg.data) if cfg.data else None
     if data is not None and not (data / "manifest.jsonl").is_file():
         raise InputFileError(data / "manifest.jsonl", "dataset manifest not found")
-    if cfg.real and not Path(cfg.real).is_dir():
-        raise InputFileError(cfg.real, "real-objects folder not found")
+    for folder in (cfg.real, cfg.real_val):
+        if folder and not Path(folder).is_dir():
+            raise InputFileError(folder, "real-objects folder not found")
     models = {"default": load_model(cfg.checkpoint, device=cfg.device)}
     models.update({name: load_model(folder, device=cfg.device)
                    for name, folder in (a.split("=", 1) for a in cfg.ablation)})
@@ -558,6 +634,10 @@ def evaluate(cfg: IKEvalConfig) -> Result:
         splits = ("test", "test_category") if cfg.split == "all" else (cfg.split,)
         by_split, train = synthetic_targets(data, splits, cfg.max_targets, cfg.frames_per_seq, cfg.seed)
         targets = [t for s in splits for t in by_split[s]]
+    if cfg.real_val:
+        folder = Path(cfg.real_val)
+        targets += real_targets(folder, cfg.real_configs, cfg.real_max_vertices, cfg.seed, cfg.max_targets, "real_val",
+                                validation_objects(folder, cfg.real_val_objects, cfg.seed))
     if cfg.real:
         targets += real_targets(Path(cfg.real), cfg.real_configs, cfg.real_max_vertices, cfg.seed, cfg.max_targets)
     if not targets:

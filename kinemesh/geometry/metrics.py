@@ -279,12 +279,17 @@ def point_to_surface_distance(points, vertices, faces, squared: bool = False) ->
         If the mesh has no faces or shapes are wrong.
     """
     q = _points(points, "points")
-    v = _points(vertices, "vertices")
-    f = _faces(faces, len(v))
     if len(q) == 0:
         return np.zeros(0)
-    d2 = _SurfaceIndex(v, f).sqdist(q)
+    d2 = surface_index(vertices, faces).sqdist(q)
     return d2 if squared else np.sqrt(d2)
+
+
+def surface_index(vertices, faces) -> _SurfaceIndex:
+    """The search structure of :func:`point_to_surface_distance`, to query one surface many times:
+    ``surface_index(v, f).sqdist(points)`` -> (n,) squared distances. Raises ConfigError like it."""
+    v = _points(vertices, "vertices")
+    return _SurfaceIndex(v, _faces(faces, len(v)))
 
 
 # -------------------------------------------------------------------------------------------------- Chamfer
@@ -390,17 +395,38 @@ def volumetric_iou(mesh_a, mesh_b, n_points: int = 100000, seed: int = 0, method
 
 
 def _voxel_keys(mesh, pitch):
-    """Integer keys of surface voxels and of filled voxels on the lattice pitch * Z^3 (shared by all meshes)."""
-    from trimesh.voxel import creation
+    """Integer keys of surface voxels and of filled voxels on the lattice pitch * Z^3 (shared by all meshes).
 
-    surface = creation.voxelize(mesh, pitch=pitch)
-    filled = surface.copy().fill()
+    Surface voxels: those holding a point of the surface grid (every triangle sampled on a barycentric grid
+    whose spacing is at most pitch / 2, the resolution of trimesh's subdivision voxelizer, without building
+    the subdivided mesh); filled: the surface voxels with their enclosed holes filled (scipy
+    ``binary_fill_holes``, as trimesh's ``fill``)."""
+    from scipy import ndimage
 
-    def keys(grid):
-        idx = np.round(np.asarray(grid.points) / pitch).astype(np.int64) + (1 << 20)
-        return np.unique((idx[:, 0] << 42) | (idx[:, 1] << 21) | idx[:, 2])
+    def keys(idx):
+        idx = idx + (1 << 20)
+        return (idx[..., 0] << 42) | (idx[..., 1] << 21) | idx[..., 2]
 
-    return keys(surface), keys(filled)
+    tri = np.asarray(mesh.vertices, dtype=np.float64)[np.asarray(mesh.faces, dtype=np.int64)] / pitch  # (M, 3, 3)
+    longest = np.linalg.norm(tri - np.roll(tri, 1, axis=1), axis=2).max(axis=1)
+    steps = np.maximum(np.ceil(2.0 * longest), 1).astype(np.int64)
+    found = []
+    for n in np.unique(steps):
+        i, j = np.nonzero(np.add.outer(np.arange(n + 1), np.arange(n + 1)) <= n)  # barycentric grid (i + j <= n)
+        sel = tri[steps == n]
+        chunk = max(1, (1 << 20) // len(i))  # ~1M points at a time
+        for c in range(0, len(sel), chunk):
+            t = sel[c: c + chunk]
+            pts = t[:, None, 0] + (i / n)[None, :, None] * (t[:, None, 1] - t[:, None, 0]) \
+                + (j / n)[None, :, None] * (t[:, None, 2] - t[:, None, 0])
+            found.append(np.unique(keys(np.round(pts).astype(np.int64))))
+    surf_keys = np.unique(np.concatenate(found))
+    surf = np.stack([(surf_keys >> 42) & 0x1FFFFF, (surf_keys >> 21) & 0x1FFFFF, surf_keys & 0x1FFFFF], 1)
+    lo = surf.min(axis=0)
+    grid = np.zeros(tuple(surf.max(axis=0) - lo + 1), dtype=bool)
+    grid[tuple((surf - lo).T)] = True
+    filled = np.argwhere(ndimage.binary_fill_holes(grid)) + lo - (1 << 20)
+    return surf_keys, np.sort(keys(filled))
 
 
 # ------------------------------------------------------------------------------------------- joint errors

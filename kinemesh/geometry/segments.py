@@ -24,11 +24,10 @@ def is_articulated_input(path: str | os.PathLike) -> bool:
     return p.is_dir() or p.suffix.lower() == ".urdf"
 
 
-def segmented_object(obj, max_vertices: int | None = DEFAULT_MAX_VERTICES, name: str = "object") -> WorkingMesh:
-    """The working mesh of an ArticulatedObject at rest, its links as parts (``part_ids`` index
-    ``part_names``): a link welded to its parent by a fixed joint (a handle on its door, a knob on its drawer)
-    belongs to the part of its nearest movable ancestor or the root, so it moves with it."""
-    v, f, pid = obj.merged({})
+def link_parts(obj) -> tuple[np.ndarray, list[str]]:
+    """The parts of an ArticulatedObject's links: (to_part (n_links,) int, the part of each of ``obj.parts``,
+    indexing ``names``), where a link welded to its parent by a fixed joint (a handle on its door, a knob on its
+    drawer) belongs to the part of its nearest movable ancestor or the root, so it moves with it."""
     parent = {j.child: j.parent for j in obj.joints if not j.movable}
     names = [q.name for q in obj.parts]
 
@@ -38,7 +37,14 @@ def segmented_object(obj, max_vertices: int | None = DEFAULT_MAX_VERTICES, name:
         return n
 
     kept = [n for n in names if owner(n) == n]
-    to_part = np.array([kept.index(owner(n)) for n in names], dtype=np.int64)
+    return np.array([kept.index(owner(n)) for n in names], dtype=np.int64), kept
+
+
+def segmented_object(obj, max_vertices: int | None = DEFAULT_MAX_VERTICES, name: str = "object") -> WorkingMesh:
+    """The working mesh of an ArticulatedObject at rest, its links as parts (``part_ids`` index
+    ``part_names``, fixed links merged into their parent: :func:`link_parts`)."""
+    v, f, pid = obj.merged({})
+    to_part, kept = link_parts(obj)
     wm = working_mesh(v, f, max_vertices, to_part[pid[np.asarray(f)[:, 0]]], name=name)
     wm.part_names, wm.part_source, wm.articulation = kept, "links", obj
     return wm

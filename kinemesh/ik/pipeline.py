@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from kinemesh.errors import InputFileError, KinemeshError
 from kinemesh.reduce.bind import ReductionConfig
@@ -18,6 +20,133 @@ uncalibrated prior N(mu_cond, I) instead of the binding's default calibrated one
 targets the calibrated prior is the same with known correspondences (90.2 % vs 90.1 % motion explained) and
 mixed on scans (54.8 % vs 48.8 % motion explained, Chamfer-L1 0.0054 vs 0.0048; docs/results/ik_calibrated.md),
 so the measured IK numbers keep the uncalibrated one."""
+
+
+@dataclass
+class URDFBinding:
+    """How inverse kinematics binds an object whose links and joints are known (a URDF / PartNet-Mobility input):
+    the defaults were chosen on the real validation objects (docs/results/ik_real.md)."""
+
+    basis: str = "probes"
+    """"probes": reduced coordinates from motion probes along the object's joints (``predicted-probes``: along
+    joints predicted from the static shape), "prior": the active subspace of prior samples (``IK_REDUCTION``)."""
+    fixed_base: bool = True
+    """The base part (the largest) stays at rest (:func:`base_fixed`)."""
+    anchored: bool = False
+    """Parts move relative to their decoded rest pose, applied to the true rest mesh (:class:`RestAnchoredDecoder`)."""
+
+
+def bind_ik(vertices, faces, model, reduction: ReductionConfig, part_ids=None, part_names=None, articulation=None,
+            how: URDFBinding | None = None, seed: int = 0, device: str = "cpu"):
+    """The model bound for inverse kinematics: :func:`kinemesh.reduce.bind` with ``reduction``; for an object
+    whose articulation (an ArticulatedObject: a URDF / PartNet-Mobility input) and parts (``part_ids`` (N,)
+    indexing ``part_names``) are known, it is bound as articulated with those parts and reduced and held as
+    ``how`` says (default :class:`URDFBinding`). Returns (decoder, subspace or None, Binding). Raises like bind."""
+    from dataclasses import replace
+
+    from kinemesh.reduce import bind
+    from kinemesh.reduce.active_subspace import ReducedDecoder
+
+    if articulation is None or part_ids is None:
+        b = bind(vertices, faces, model, part_ids=part_ids, reduction=reduction, n_points=2048, seed=seed,
+                 device=device)
+        return b.decoder, b.subspace, b
+    how = how or URDFBinding()
+    probes = None
+    if how.basis != "prior" and reduction.enabled:
+        from kinemesh.articulation.probes import motion_probes
+
+        probes = motion_probes(vertices, faces, part_ids, part_names,
+                               articulation if how.basis == "probes" else None, seed=seed)[0]
+        reduction = replace(reduction, basis="probes")
+    b = bind(vertices, faces, model, kind="articulated", part_ids=part_ids, reduction=reduction, n_points=2048,
+             seed=seed, device=device, probes=probes)
+    dec, sub = b.instance, b.subspace
+    if how.anchored:  # the rest pose: q = 0 (reduced), the prior mean (z)
+        dec = RestAnchoredDecoder(dec, dec.mu_cond if sub is None else sub.z(torch.zeros(sub.k)))
+    if how.fixed_base:
+        dec = base_fixed(dec)
+    return (dec if sub is None else ReducedDecoder(dec, sub)), sub, b
+
+
+def base_fixed(decoder):
+    """``decoder`` (z or q -> shapes) seen from its base part, the part with the largest bounding box, as
+    `kinemesh simulate` holds an articulated object's base (:class:`kinemesh.dynamics.floating.BaseFrameDecoder`):
+    a fit can then move only what moves relative to the base, never the whole object to trade errors. The
+    decoder itself when it has fewer than two parts (``point_groups``)."""
+    from kinemesh.dynamics.floating import BaseFrameDecoder, base_anchor_points
+
+    groups = getattr(decoder, "point_groups", None)
+    if groups is None or len(np.unique(groups)) < 2:
+        return decoder
+    groups = np.asarray(groups).reshape(-1)
+    rp = decoder.rest_points.detach().double().cpu().numpy()
+    vol = {g: float(np.prod(np.ptp(rp[groups == g], axis=0) + 1e-9)) for g in np.unique(groups)}
+    base = max(vol, key=vol.get)
+    rv, vg = decoder.rest_vertices.detach().double().cpu().numpy(), np.asarray(decoder.vertex_groups).reshape(-1)
+    return BaseFrameDecoder(decoder, base_anchor_points(rp, groups == base), base_anchor_points(rv, vg == base))
+
+
+class RestAnchoredDecoder:
+    """A part-rigid decoder whose parts move relative to their decoded rest pose: each part of the shape at z is
+    the true rest part moved by the rigid motion that takes the part decoded at ``z0`` (the latent of the rest
+    pose) to the part decoded at z. The shape at z0 is then exactly the rest mesh, not the model's reconstruction
+    of it, whose error (0.4-1.4 % of the object's size on real validation objects) is as large as the turn of
+    a knob or a cap. The motion of a part comes exactly from three of its points (``base_anchor_points``), as
+    :class:`kinemesh.dynamics.floating.BaseFrameDecoder` holds a base. Same coordinates and prior as the
+    wrapped decoder (z (..., D) -> points (..., P, 3) / vertices (..., N, 3), metres)."""
+
+    def __init__(self, decoder, z0: torch.Tensor):
+        from kinemesh.dynamics.floating import _frame3, base_anchor_points
+
+        self.decoder = decoder
+        self.mu_cond, self.latent_dim = decoder.mu_cond, decoder.latent_dim
+        self.rest_points, self.rest_vertices = decoder.rest_points, decoder.rest_vertices
+        self.point_groups, self.vertex_groups = decoder.point_groups, decoder.vertex_groups
+        with torch.no_grad():
+            x0 = (decoder.points(z0[None])[0], decoder.vertices(z0[None])[0])
+        self._sides = []
+        for rest, groups, dec0 in ((self.rest_points, self.point_groups, x0[0]),
+                                   (self.rest_vertices, self.vertex_groups, x0[1])):
+            groups = np.asarray(groups).reshape(-1)
+            ids, member = np.unique(groups, return_inverse=True)
+            r = rest.detach().double().cpu().numpy()
+            anchors, keep = [], np.zeros(len(ids), bool)  # parts with a proper triangle of anchors; others
+            for k, g in enumerate(ids):                         # (under 3 samples) stay as decoded
+                if (groups == g).sum() >= 3:
+                    idx = base_anchor_points(r, groups == g)
+                    e = r[idx[1:]] - r[idx[0]]
+                    keep[k] = np.linalg.norm(np.cross(e[0], e[1])) > 1e-9 * max(np.ptp(r, 0).max(), 1e-9) ** 2
+                    anchors += [idx] if keep[k] else []
+            slot = np.cumsum(keep) - 1  # group -> row of anchors
+            sel = np.flatnonzero(keep[member.reshape(-1)])  # points / vertices that follow their part's anchors
+            anchors = torch.as_tensor(np.asarray(anchors, np.int64).reshape(-1, 3))
+            a0 = dec0[anchors]  # (G', 3, 3) decoded rest anchors
+            part = torch.as_tensor(slot[member.reshape(-1)[sel]])
+            self._sides.append((anchors, torch.as_tensor(sel), part, _frame3(a0), a0[:, 0], rest.detach()[sel]))
+
+    @staticmethod
+    def _move(x: torch.Tensor, side) -> torch.Tensor:
+        from kinemesh.dynamics.floating import _frame3
+
+        anchors, sel, part, f0, o0, rest = side
+        a = x[..., anchors, :]  # (..., G', 3, 3)
+        R = _frame3(a) @ f0.to(x).transpose(-1, -2)  # decoded rest -> decoded now, per part
+        d = rest.to(x) - o0.to(x)[part]  # rest relative to the part's decoded rest anchor
+        out = x.clone()
+        out[..., sel, :] = (R[..., part, :, :] @ d[..., None])[..., 0] + a[..., part, 0, :]
+        return out
+
+    def points(self, z: torch.Tensor) -> torch.Tensor:
+        return self._move(self.decoder.points(z), self._sides[0])
+
+    def vertices(self, z: torch.Tensor) -> torch.Tensor:
+        return self._move(self.decoder.vertices(z), self._sides[1])
+
+    def __getattr__(self, name):  # faces, posterior encoder, ... of the wrapped decoder
+        if name == "decoder":
+            raise AttributeError(name)
+        return getattr(self.decoder, name)
 
 
 def load_target(path: str | os.PathLike):
