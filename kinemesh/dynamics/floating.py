@@ -115,7 +115,7 @@ def base_anchor_points(points: "np.ndarray", mask: "np.ndarray") -> "np.ndarray"
     return idx[[a, b, c]]
 
 
-def _frame3(p: torch.Tensor) -> torch.Tensor:
+def frame3(p: torch.Tensor) -> torch.Tensor:
     """Orthonormal frames (..., 3, 3) (columns) of point triples p (..., 3, 3): Gram-Schmidt on p1 - p0, p2 - p0."""
     e1 = p[..., 1, :] - p[..., 0, :]
     e1 = e1 / torch.linalg.norm(e1, dim=-1, keepdim=True)
@@ -151,7 +151,7 @@ class BaseFrameDecoder:
     @staticmethod
     def _to_base(rest: torch.Tensor, anchors_now: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """x moved by the rigid motion taking the anchors (..., 3, 3) now to their rest positions ``rest``."""
-        R = _frame3(rest).to(x) @ _frame3(anchors_now).transpose(-1, -2)  # decoded base -> rest base
+        R = frame3(rest).to(x) @ frame3(anchors_now).transpose(-1, -2)  # decoded base -> rest base
         return (x - anchors_now[..., :1, :]) @ R.transpose(-1, -2) + rest[0].to(x)
 
     def points(self, q: torch.Tensor) -> torch.Tensor:

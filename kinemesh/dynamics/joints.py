@@ -29,7 +29,7 @@ import logging
 import numpy as np
 import torch
 
-from kinemesh.dynamics.floating import _frame3, base_anchor_points
+from kinemesh.dynamics.floating import frame3, base_anchor_points
 from kinemesh.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ four points of a small wheel is too noisy to follow (a cart's wheels, 3-4 of 512
 def _rigid_from_anchors(rest: torch.Tensor, now: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(R (..., 3, 3), t (..., 3)) of the rigid motion taking anchor triples ``rest`` (3, 3) to ``now``
     (..., 3, 3): x_now = R x_rest + t (exact for a rigid motion)."""
-    R = _frame3(now) @ _frame3(rest.to(now)).transpose(-1, -2)
+    R = frame3(now) @ frame3(rest.to(now)).transpose(-1, -2)
     t = now[..., 0, :] - (R @ rest[0].to(now)[:, None])[..., 0]
     return R, t
 

@@ -97,7 +97,7 @@ class RestAnchoredDecoder:
     wrapped decoder (z (..., D) -> points (..., P, 3) / vertices (..., N, 3), metres)."""
 
     def __init__(self, decoder, z0: torch.Tensor):
-        from kinemesh.dynamics.floating import _frame3, base_anchor_points
+        from kinemesh.dynamics.floating import frame3, base_anchor_points
 
         self.decoder = decoder
         self.mu_cond, self.latent_dim = decoder.mu_cond, decoder.latent_dim
@@ -123,15 +123,15 @@ class RestAnchoredDecoder:
             anchors = torch.as_tensor(np.asarray(anchors, np.int64).reshape(-1, 3))
             a0 = dec0[anchors]  # (G', 3, 3) decoded rest anchors
             part = torch.as_tensor(slot[member.reshape(-1)[sel]])
-            self._sides.append((anchors, torch.as_tensor(sel), part, _frame3(a0), a0[:, 0], rest.detach()[sel]))
+            self._sides.append((anchors, torch.as_tensor(sel), part, frame3(a0), a0[:, 0], rest.detach()[sel]))
 
     @staticmethod
     def _move(x: torch.Tensor, side) -> torch.Tensor:
-        from kinemesh.dynamics.floating import _frame3
+        from kinemesh.dynamics.floating import frame3
 
         anchors, sel, part, f0, o0, rest = side
         a = x[..., anchors, :]  # (..., G', 3, 3)
-        R = _frame3(a) @ f0.to(x).transpose(-1, -2)  # decoded rest -> decoded now, per part
+        R = frame3(a) @ f0.to(x).transpose(-1, -2)  # decoded rest -> decoded now, per part
         d = rest.to(x) - o0.to(x)[part]  # rest relative to the part's decoded rest anchor
         out = x.clone()
         out[..., sel, :] = (R[..., part, :, :] @ d[..., None])[..., 0] + a[..., part, 0, :]
