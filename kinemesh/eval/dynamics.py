@@ -45,8 +45,8 @@ class DynamicsEvalConfig:
     samples: int = option(2000, "surface samples per Chamfer evaluation", min=1)
     basis: str = option("auto", "what spans the reduced coordinates (kinemesh simulate --basis); a door's probes "
                         "follow joints predicted from its static shape", choices=("auto", "probes", "prior"))
-    integrator: str = option("midpoint", "time integrator of both models (kinemesh simulate --integrator)",
-                             choices=("midpoint", "rk4", "local"))
+    integrator: str = option("auto", "time integrator of both models (kinemesh simulate --integrator; auto: local "
+                             "for the doors, midpoint for the beam and cloth)", choices=("auto", "midpoint", "rk4", "local"))
 
     def __post_init__(self):
         check(self)
@@ -168,7 +168,7 @@ def _conditions(scenario: str, gt, fps: float):
 
 
 def rollout(decoder, gt, scenario: str, fps: float, barrier_radius: float | None = None, articulation=None,
-            part_names=None, integrator: str = "midpoint"):
+            part_names=None, integrator: str = "auto"):
     """(Vertices (T, N, 3), Rollout) of a latent rollout of ``decoder`` with the GT's initial conditions; an
     articulated object's parts along ``articulation``'s joints when given (``build_system``)."""
     import torch
@@ -198,7 +198,7 @@ def rollout(decoder, gt, scenario: str, fps: float, barrier_radius: float | None
                 qd0 = impulse_velocity(system, make_handles(system.decoder, ids), q0, impulses)
         stiffen_barrier(system, State(q0, qd0))
         roll = integrate(system, State(q0, qd0), gt.n_frames, fps=fps, substeps=spec.substeps,
-                         integrator=spec.integrator)
+                         integrator=info["integrator"])
         # same rest correction as ``kinemesh simulate``: the motion is added to the exact rest mesh
         frames = decode_vertices(system.decoder, roll.q, rest_offset=rest_offset(system.decoder, system.q_rest))
     return frames, roll
