@@ -156,3 +156,23 @@ def test_disagreement_redoes_the_frame_then_falls_back_to_the_network():
     assert out.exact_frames >= 1 and out.disagreement <= 0.01
     assert any("network's own steps" in w for w in out.warnings)
     assert out.q[-1, 0] > 0.5  # it went on past the jump
+
+
+def test_failed_local_solve_falls_back_to_the_network(monkeypatch):
+    """A local frame whose implicit solve fails (StepRejected, e.g. a stiff stop switching inside the Newton
+    iteration) is redone in smaller pieces, then with the network's own steps, instead of halving the step until
+    the rollout is declared diverged (a folding fan's guard diverged at 512 substeps per frame); the result is
+    the network's midpoint rollout (with the finer steps of the retries: equal to the default one up to its
+    discretisation error)."""
+    from kinemesh.dynamics import integrators
+
+    def failing(*a, **k):
+        raise integrators.StepRejected("implicit solve not contracting")
+
+    monkeypatch.setattr(integrators, "local_frame", failing)
+    sysm = cabinet_system()
+    s0 = State(torch.tensor([0.3, 0.1], dtype=torch.float64), torch.zeros(2, dtype=torch.float64))
+    out = integrate(sysm, s0, 6, fps=30.0, integrator="local")
+    ref = integrate(sysm, s0, 6, fps=30.0, integrator="midpoint")
+    assert out.exact_frames == 5 and any("local step failed" in w for w in out.warnings)
+    assert np.abs(out.q - ref.q).max() < 1e-3 and np.abs(out.q[-1] - out.q[0]).max() > 0.1

@@ -311,9 +311,14 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
             try:
                 exact = local and tries > LOCAL_RETRIES
                 if local and not exact:
-                    s, model, n_used, n_new, err_max = local_frame(system, state, cur, frame_dt, n_sub,
-                                                                   radius * 0.5 ** tries, agree_tol, size,
-                                                                   runaway_std)
+                    try:
+                        s, model, n_used, n_new, err_max = local_frame(system, state, cur, frame_dt, n_sub,
+                                                                       radius * 0.5 ** tries, agree_tol, size,
+                                                                       runaway_std)
+                    except ModelDisagrees:
+                        raise
+                    except StepRejected as exc:  # the model's solve failed: smaller pieces, then the network's steps
+                        raise ModelDisagrees(f"local step failed ({exc})") from None
                     kin = model.kinematics(s.q, s.qd)
                     e = energies(system, s, kin.x, kin.xd)
                 else:
