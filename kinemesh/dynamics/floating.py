@@ -115,6 +115,22 @@ def base_anchor_points(points: "np.ndarray", mask: "np.ndarray") -> "np.ndarray"
     return idx[[a, b, c]]
 
 
+def held_base(decoder, base=None) -> tuple["BaseFrameDecoder", int]:
+    """(``decoder`` seen from its base part as a :class:`BaseFrameDecoder`, the base's group) for a decoder with
+    ``point_groups`` (P,) of at least two parts (and ``vertex_groups`` (N,) when it has them): the group ``base``
+    when it is one of them, else the part with the largest bounding box of its rest points."""
+    import numpy as np
+
+    groups = np.asarray(decoder.point_groups).reshape(-1)
+    rp = decoder.rest_points.detach().double().cpu().numpy()
+    vol = {g: float(np.prod(np.ptp(rp[groups == g], axis=0) + 1e-9)) for g in np.unique(groups)}
+    base = base if base in vol else max(vol, key=vol.get)
+    vg = getattr(decoder, "vertex_groups", None)  # the same part labels per vertex
+    va = None if vg is None else base_anchor_points(decoder.rest_vertices.detach().double().cpu().numpy(),
+                                                     np.asarray(vg).reshape(-1) == base)
+    return BaseFrameDecoder(decoder, base_anchor_points(rp, groups == base), va), base
+
+
 def frame3(p: torch.Tensor) -> torch.Tensor:
     """Orthonormal frames (..., 3, 3) (columns) of point triples p (..., 3, 3): Gram-Schmidt on p1 - p0, p2 - p0."""
     e1 = p[..., 1, :] - p[..., 0, :]

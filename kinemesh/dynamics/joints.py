@@ -29,7 +29,8 @@ import logging
 import numpy as np
 import torch
 
-from kinemesh.dynamics.floating import frame3, base_anchor_points
+from kinemesh.dynamics.floating import base_anchor_points, frame3
+from kinemesh.dynamics.system import NormalPenalty
 from kinemesh.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -230,12 +231,16 @@ class JointDecoder:
             world[j.child] = (Rp @ Rj, (Rp @ tj[..., None])[..., 0] + tp)  # parent's motion after the joint's
         return world, values
 
-    def _pose(self, q: torch.Tensor, rest: torch.Tensor, groups: dict, x: torch.Tensor | None = None) -> torch.Tensor:
+    def _decoded(self, q: torch.Tensor) -> torch.Tensor:
+        """The wrapped decoder's points (B, P, 3) of q (..., k) flattened to B states (without gradients when
+        they are off)."""
         qf = q.reshape(-1, q.shape[-1])
-        if x is None:
-            x = getattr(self.decoder, "points_nograd", self.decoder.points)(qf) if not torch.is_grad_enabled() \
-                else self.decoder.points(qf)
-        x = x.reshape(qf.shape[0], -1, 3)
+        decode = self.decoder.points if torch.is_grad_enabled() else getattr(self.decoder, "points_nograd",
+                                                                             self.decoder.points)
+        return decode(qf).reshape(qf.shape[0], -1, 3)
+
+    def _pose(self, q: torch.Tensor, rest: torch.Tensor, groups: dict) -> torch.Tensor:
+        x = self._decoded(q)
         world, _ = self._world(x)
         rest = rest.detach().to(x)
         out = rest.expand(x.shape[0], *rest.shape).clone()
@@ -258,10 +263,8 @@ class JointDecoder:
 
     def joint_values(self, q: torch.Tensor) -> torch.Tensor:
         """q (..., k) -> (..., J) joint values (rad / m) in the order of ``joints`` (fixed joints: 0)."""
-        qf = q.reshape(-1, q.shape[-1])
         with torch.no_grad():
-            x = getattr(self.decoder, "points_nograd", self.decoder.points)(qf)
-        return self._world(x.reshape(qf.shape[0], -1, 3))[1].reshape(*q.shape[:-1], -1)
+            return self._world(self._decoded(q))[1].reshape(*q.shape[:-1], -1)
 
     def __getattr__(self, name):  # faces, part ids, knn transfer, ... of the wrapped decoder
         if name == "decoder":
@@ -275,15 +278,14 @@ a drawer at its back, a lid on its seat): ``joint_stops`` keeps those; the limit
 opens) are guesses for predicted joints and stay out."""
 
 
-class JointStops:
+class JointStops(NormalPenalty):
     """Closed-joint stops: a joint of a ``JointDecoder`` cannot pass the limit at which its part closes.
 
     One stop point per stop: the child's sample point farthest from the joint axis (any child point for a
     prismatic joint), with the plane through its position at the limit whose normal is its direction of motion
     into the joint's range (a x r for a revolute joint, +-axis for a prismatic one). The signed distance
-    d = (x_i - p) . n is >= 0 inside the range; beyond, f_i = M (k d- - c dd) n with M the child's mass (its
-    sample points' mass) and k = g / depth per kg, the stiffness ``PartContacts`` uses, so a part's weight is
-    carried at ``depth`` m of penetration. Only joints whose parent is the held root (their planes stand still).
+    d = (x_i - p) . n is >= 0 inside the range; beyond, the penalty law of ``NormalPenalty`` (the one of
+    ``PartContacts``) with the child's mass (its sample points' mass). Only joints whose parent is the held root (their planes stand still).
 
     Attributes
     ----------
@@ -331,11 +333,6 @@ class JointStops:
     def __len__(self) -> int:
         return int(len(self.i))
 
-    @property
-    def stiffness(self) -> float:
-        """k (N/m per kg)."""
-        return 9.81 / self.depth
-
     def _penetration(self, x: torch.Tensor) -> torch.Tensor:
         d = ((x[self.i] - self.anchor) * self.normals).sum(-1)
         return (-d - self.offset).clamp_min(0.0)
@@ -351,10 +348,8 @@ class JointStops:
         pen = self._penetration(x)
         if not bool((pen > 0).any()):
             return f
-        k = self.stiffness
         dd = torch.zeros_like(pen) if xd is None else (xd[self.i] * self.normals).sum(-1)
-        m = self._counts.to(x) * point_mass[self.i]  # the child's mass
-        fn = m * (k * pen - 2.0 * self.damping_ratio * k ** 0.5 * dd * (pen > 0)).clamp_min(0.0)
+        fn = self.normal_forces(pen, dd, self._counts.to(x) * point_mass[self.i])  # the child's mass
         f.index_add_(0, self.i, fn[:, None] * self.normals)
         return f
 
@@ -366,5 +361,4 @@ class JointStops:
         if not bool(on.any()):
             return torch.zeros(k, k, dtype=torch.float64), torch.zeros(k, k, dtype=torch.float64)
         Jg = (J[:, self.i[on]] * self.normals[on]).sum(-1)  # (k, s)
-        M = torch.einsum("ic,c,jc->ij", Jg, self._counts[on] * point_mass[self.i[on]], Jg)
-        return self.stiffness * M, 2.0 * self.damping_ratio * self.stiffness ** 0.5 * M
+        return self.penalty_matrices(Jg, self._counts[on] * point_mass[self.i[on]])

@@ -24,7 +24,7 @@ import torch
 from kinemesh.dynamics.boundary import impulse_velocity, solve_positions, solve_velocities
 from kinemesh.dynamics.eom import kinematics, mass_matrix, spd_solve
 from kinemesh.dynamics.integrators import INTEGRATORS, Rollout, integrate
-from kinemesh.dynamics.floating import BaseFrameDecoder, FloatingDecoder, base_anchor_points
+from kinemesh.dynamics.floating import FloatingDecoder, held_base
 from kinemesh.dynamics.system import (Floor, PartContacts, PointForce, Spring, State, System, Wind, make_handles,
                                       part_contacts)
 from kinemesh.errors import ConfigError
@@ -292,17 +292,10 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
         base = names.index(articulation.root) if spec.fixed_base is not False and articulation.root in names \
             else None
     elif kind == "articulated" and spec.fixed_base is not False and groups is not None and len(np.unique(groups)) > 1:
-        groups = np.asarray(groups).reshape(-1)
-        rp = decoder.rest_points.detach().double().cpu().numpy()
-        vol = {g: float(np.prod(np.ptp(rp[groups == g], axis=0) + 1e-9)) for g in np.unique(groups)}
         # the articulation's root (a globe's stand, not its larger globe), else the largest bounding box
         root = list(part_names).index(articulation.root) if articulation is not None and part_names is not None \
             and articulation.root in part_names else None
-        base = root if root in vol else max(vol, key=vol.get)
-        vg = getattr(decoder, "vertex_groups", None)  # the same part labels per vertex
-        va = None if vg is None else base_anchor_points(decoder.rest_vertices.detach().double().cpu().numpy(),
-                                                         np.asarray(vg).reshape(-1) == base)
-        decoder = BaseFrameDecoder(decoder, base_anchor_points(rp, groups == base), va)
+        decoder, base = held_base(decoder, root)
     if rigid:
         decoder = FloatingDecoder(decoder)
     P = int(decoder.rest_points.shape[0])

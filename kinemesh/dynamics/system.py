@@ -256,8 +256,34 @@ class Floor:
         return K, C
 
 
+class NormalPenalty:
+    """The law of one-sided normal penalty contacts (``PartContacts``, ``kinemesh.dynamics.joints.JointStops``):
+    a contact of mass m at penetration p (m) closing at rate pd (m/s) pushes with m (k p - 2 zeta sqrt(k) pd), never
+    pulling, k = g / ``depth`` per kg (a point's weight is carried at ``depth`` m), zeta = ``damping_ratio``."""
+
+    depth: float
+    damping_ratio: float
+
+    @property
+    def stiffness(self) -> float:
+        """k (N/m per kg)."""
+        return 9.81 / self.depth
+
+    def normal_forces(self, pen: torch.Tensor, rate: torch.Tensor, mass: torch.Tensor) -> torch.Tensor:
+        """(c,) force magnitudes (N) at penetrations ``pen`` (c,) m, closing rates ``rate`` (c,) m/s (the gap's
+        growth rate) and masses ``mass`` (c,) kg."""
+        k = self.stiffness
+        return mass * (k * pen - 2.0 * self.damping_ratio * k ** 0.5 * rate * (pen > 0)).clamp_min(0.0)
+
+    def penalty_matrices(self, Jg: torch.Tensor, mass: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Stiffness and damping (k, k) of the contacts with gap Jacobians ``Jg`` (k, c) and masses (c,), for the
+        implicit solve's preconditioner: K = sum m k Jg Jg^T, C = sum m c Jg Jg^T."""
+        M = torch.einsum("ic,c,jc->ij", Jg, mass, Jg)
+        return self.stiffness * M, 2.0 * self.damping_ratio * self.stiffness ** 0.5 * M
+
+
 @dataclass
-class PartContacts:
+class PartContacts(NormalPenalty):
     """Contacts between the parts of an object as they touch at rest: joint stops for a fixed-base object.
 
     Pairs (i, j) of sampled points on different parts that are within a small distance at rest; n_j is the
@@ -284,11 +310,6 @@ class PartContacts:
     depth: float
     damping_ratio: float = 0.7
 
-    @property
-    def stiffness(self) -> float:
-        """k (N/m per kg)."""
-        return 9.81 / self.depth
-
     def _penetration(self, x: torch.Tensor) -> torch.Tensor:
         """(c,) excess penetration (m) of every pair at points x (P, 3)."""
         g = ((x[self.i] - x[self.j]) * self.normals).sum(-1)
@@ -309,10 +330,8 @@ class PartContacts:
         f = torch.zeros_like(x)
         if not bool((pen > 0).any()):
             return f
-        k = self.stiffness
         gd = torch.zeros_like(pen) if xd is None else ((xd[self.i] - xd[self.j]) * self.normals).sum(-1)
-        m = torch.minimum(point_mass[self.i], point_mass[self.j])
-        fn = m * (k * pen - 2.0 * self.damping_ratio * k ** 0.5 * gd * (pen > 0)).clamp_min(0.0)
+        fn = self.normal_forces(pen, gd, torch.minimum(point_mass[self.i], point_mass[self.j]))
         fi = fn[:, None] * self.normals
         f.index_add_(0, self.i, fi)
         f.index_add_(0, self.j, -fi)
@@ -328,8 +347,7 @@ class PartContacts:
             return torch.zeros(k, k, dtype=torch.float64), torch.zeros(k, k, dtype=torch.float64)
         i, j = self.i[on], self.j[on]
         Jg = ((J[:, i] - J[:, j]) * self.normals[on]).sum(-1)  # (k, c)
-        M = torch.einsum("ic,c,jc->ij", Jg, torch.minimum(point_mass[i], point_mass[j]), Jg)
-        return self.stiffness * M, 2.0 * self.damping_ratio * self.stiffness ** 0.5 * M
+        return self.penalty_matrices(Jg, torch.minimum(point_mass[i], point_mass[j]))
 
 
 def part_contacts(decoder, faces=None, vertices=None, radius: float = 0.02, slack: float = 0.004,

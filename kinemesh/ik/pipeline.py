@@ -74,17 +74,12 @@ def base_fixed(decoder):
     `kinemesh simulate` holds an articulated object's base (:class:`kinemesh.dynamics.floating.BaseFrameDecoder`):
     a fit can then move only what moves relative to the base, never the whole object to trade errors. The
     decoder itself when it has fewer than two parts (``point_groups``)."""
-    from kinemesh.dynamics.floating import BaseFrameDecoder, base_anchor_points
+    from kinemesh.dynamics.floating import held_base
 
     groups = getattr(decoder, "point_groups", None)
     if groups is None or len(np.unique(groups)) < 2:
         return decoder
-    groups = np.asarray(groups).reshape(-1)
-    rp = decoder.rest_points.detach().double().cpu().numpy()
-    vol = {g: float(np.prod(np.ptp(rp[groups == g], axis=0) + 1e-9)) for g in np.unique(groups)}
-    base = max(vol, key=vol.get)
-    rv, vg = decoder.rest_vertices.detach().double().cpu().numpy(), np.asarray(decoder.vertex_groups).reshape(-1)
-    return BaseFrameDecoder(decoder, base_anchor_points(rp, groups == base), base_anchor_points(rv, vg == base))
+    return held_base(decoder)[0]
 
 
 class RestAnchoredDecoder:
