@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 SCENARIOS = ("door", "beam", "cloth")
 KINDS = {"door": "articulated", "beam": "elastic", "cloth": "cloth"}  # object kind (and calibrated prior)
 SEED_BASE = 7_000_000  # well outside the seeds the dataset generator uses
+VAL_OFFSET = 100  # ``--split val``: objects 100, 101, ... of each scenario (test: 0, 1, ...), to choose settings on
 
 
 @dataclass
@@ -36,6 +37,9 @@ class DynamicsEvalConfig:
                        "missing)", metavar="DIR")
     checkpoint: str | None = option(None, "model checkpoint (default: shipped one)", metavar="DIR")
     per_scenario: int = option(2, "objects per scenario (default 2)", min=1)
+    split: str = option("test", "test: objects 0, 1, ... of each scenario (the reported numbers); val: objects "
+                        f"{VAL_OFFSET}, {VAL_OFFSET + 1}, ... (other seeds), to choose settings on",
+                        choices=("test", "val"))
     scenarios: tuple | str = option(",".join(SCENARIOS), "comma-separated subset of door,beam,cloth")
     frames: int = option(24, "ground-truth frames per rollout (default 24)", min=2)
     k_q: int = option(8, "reduced coordinates of both models (default 8)", min=1)
@@ -231,7 +235,8 @@ def evaluate(cfg: DynamicsEvalConfig) -> Result:
     folder.mkdir(parents=True, exist_ok=True)
     rows = []
     t_all = time.perf_counter()
-    jobs = [(s, i) for s in cfg.scenarios for i in range(cfg.per_scenario)]
+    first = VAL_OFFSET if cfg.split == "val" else 0
+    jobs = [(s, first + i) for s in cfg.scenarios for i in range(cfg.per_scenario)]
     for scenario, i in tqdm(jobs, desc="eval dynamics", unit="object"):
         gt = ground_truth(scenario, i, cfg.frames, folder)
         fps = float((gt.n_frames - 1) / max(float(gt.times[-1] - gt.times[0]), 1e-9))
