@@ -121,6 +121,20 @@ def test_dynamics_rows(toy, tmp_path):
     assert "| **door mean** | 1 objects |" in doc and '"door_0": {"kinemesh"' in doc and "k_q = 2" in doc
 
 
+def test_dynamics_validation_split(toy, tmp_path):
+    """--split val evaluates other objects (other generator seeds) than the test split, to choose settings on."""
+    _, ckpt = toy
+    cfg = dynamics.DynamicsEvalConfig(data=str(tmp_path / "gt"), checkpoint=str(ckpt), per_scenario=1, split="val",
+                                      scenarios="door", frames=3, k_q=2, points=64, samples=200)
+    (row,) = dynamics.evaluate(cfg).rows
+    assert row["index"] == dynamics.VAL_OFFSET and (tmp_path / "gt" / f"door_{dynamics.VAL_OFFSET}.npz").is_file()
+    test_gt = dynamics.ground_truth("door", 0, 3, tmp_path / "gt")
+    val_gt = dynamics.ground_truth("door", dynamics.VAL_OFFSET, 3, tmp_path / "gt")
+    assert test_gt.meta["conditions"]["seed"] != val_gt.meta["conditions"]["seed"]
+    with pytest.raises(ConfigError, match="--split"):
+        dynamics.DynamicsEvalConfig(split="train")
+
+
 def test_real_rows(toy, tmp_path):
     """The drag test on the tiny PartNet-Mobility-style cabinet: a drag per movable joint, asked from its limits."""
     make_partnet_folder(tmp_path / "objects" / "cab")
