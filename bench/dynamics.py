@@ -147,7 +147,9 @@ def million_child(args) -> int:
         parts = None
         spec = SimulationSpec(kind="elastic", frames=args.frames, fps=args.fps, poke_vertex=int(np.argmax(v[:, 2])),
                               impulse=(0.0, 1.0, 0.0), poke_speed=0.8, integrator=integrator)
-    r = time_or_fail(model, v, f, spec, part_ids=parts)
+    # the articulation of the real object (subdividing keeps its part ids), as `kinemesh simulate` takes a URDF
+    obj = load_real(args.real)[4] if parts is not None and args.real.is_dir() else None
+    r = time_or_fail(model, v, f, spec, part_ids=parts, obj=obj)
     r.pop("frames", None)
     r["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2  # kB on Linux
     print("RESULT " + json.dumps(r))
@@ -251,7 +253,7 @@ def main(argv=None) -> int:
             million_mesh(args, mesh)
             out = subprocess.run([sys.executable, __file__, "--child-million", str(mesh), "--frames", str(args.frames),
                                   "--fps", str(args.fps), "--threads", str(args.threads),
-                                  "--integrators", args.integrators]
+                                  "--integrators", args.integrators, "--real", str(args.real)]
                                  + (["--checkpoint", args.checkpoint] if args.checkpoint else []),
                                  capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
         line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]

@@ -305,7 +305,7 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
     e_prev, n_anchors, worst, n_exact = e0, 0, 0.0, 0
     for i in range(1, n_frames):
         speed = float(state.qd.abs().max())
-        n_sub = max(n_guard, min(int(math.ceil(speed * frame_dt / max_dq)), max_substeps))
+        n_sub = n_cfl = max(n_guard, min(int(math.ceil(speed * frame_dt / max_dq)), max_substeps))
         tries = 0  # local: frames redone because the model disagreed with the network
         while True:
             try:
@@ -322,6 +322,8 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
                     kin = model.kinematics(s.q, s.qd)
                     e = energies(system, s, kin.x, kin.xd)
                 else:
+                    if exact:  # the network's own steps need only the exact integrator's substeps, not the
+                        n_sub = max(n_cfl, n_guard)  # local retries' doubled ones
                     s, model, n_used, n_new, err_max = state, None, n_sub, 0, 0.0
                     h = frame_dt / n_sub
                     for j in range(n_sub):
