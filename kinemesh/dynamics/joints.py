@@ -19,7 +19,13 @@ squares slope of the asked joint value on the decoded one (offset: the decoded v
 pose); in fact one J x J matrix for all J joints, the least-squares map from decoded to asked joint values over
 these single-joint poses, so it also removes cross-talk (the network turning a neighbour door with the dragged
 one), its singular values clipped to ``MAX_GAIN``. The network still decides where a state moves the parts; the
-calibration only restores their range. ``calibrate=False`` keeps the decoded values.
+calibration only restores their range. ``calibrate=False`` keeps the decoded values. A joint the network does not
+move at all cannot be given range this way: a cart wheel spinning about its own axis (a shape-preserving motion)
+decodes to 0.001-0.005 rad for a 1.57 rad pose, so its calibration fits noise (docs/results/real.md).
+
+Prior samples (``kinemesh sample``) use the same decoder on the instance itself (its latent z; the calibration
+then encodes the poses in the full latent space) with the joint values clipped to the joints' limits
+(``vertices_within_limits``).
 """
 
 from __future__ import annotations
@@ -41,7 +47,9 @@ MAX_GAIN = 10.0
 """Largest singular value of the joint calibration (module docstring)."""
 MIN_POINTS = 8
 """A part with fewer sample points moves with its parent (its joint stays at 0): the rigid motion of three or
-four points of a small wheel is too noisy to follow (a cart's wheels, 3-4 of 512 points, diverged)."""
+four points of a small wheel is too noisy to follow (a cart's wheels, 3-4 of 512 points, diverged). A safety net
+since an instance bound with part ids gives every part ``kinemesh.model.api.PART_POINTS`` (16) points; it still
+applies when there are fewer points than parts x 16."""
 
 
 def _rigid_from_anchors(rest: torch.Tensor, now: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
