@@ -210,3 +210,101 @@ def test_joint_stops_push_a_part_back_into_its_range():
     stops.relax(x)
     assert stops.contact_forces(x, None, m).abs().max() == 0.0
     assert float(force(-0.15, -0.03)[0][0] @ lid_dir) > 0
+
+
+def _knob_cabinet():
+    """(vertices, faces, part ids, articulation) of a 0.8 x 0.5 x 0.6 m body with a 2 cm knob on its front (0.1 %
+    of the area) turning about +x through its centre (limits +-1 rad)."""
+    from tests.toys import box, merge_meshes
+
+    body, knob = box([-0.4, -0.25, 0.0], [0.4, 0.25, 0.6]), box([0.4, -0.01, 0.29], [0.42, 0.01, 0.31])
+    v, f = merge_meshes(body, knob)
+    pid = np.repeat([0, 1], 8)
+    parts = [Part(n, v[pid == i], np.zeros((0, 3), np.int64)) for i, n in enumerate(("body", "knob"))]
+    art = ArticulatedObject(parts, [Joint("turn", "revolute", "body", "knob", np.array([1.0, 0.0, 0.0]),
+                                          np.array([0.41, 0.0, 0.3]), (-1.0, 1.0))], name="knob")
+    return v, f, pid, art
+
+
+def test_every_part_gets_sample_points_and_a_small_part_follows_its_joint():
+    """A knob of 0.1 % of the area: an instance bound with part ids gives it PART_POINTS of 128 sample points
+    (area alone: none), so JointDecoder moves it (it is active) and poses it exactly on its joint at the value a
+    decoder turning it (and drifting it off its axis) decodes; ``vertices_within_limits`` clips to the limits."""
+    from kinemesh.dynamics.joints import MIN_POINTS, JointDecoder
+    from kinemesh.geometry.sampling import sample_surface
+    from kinemesh.model.api import PART_POINTS
+
+    v, f, pid, art = _knob_cabinet()
+    assert (pid[f[sample_surface(v, f, 128, seed=0)[1], 0]] == 1).sum() < MIN_POINTS  # by area: too few
+    inst = moving_model().instance(v, f, n_points=128, part_ids=pid, kind="articulated")
+    assert np.bincount(inst.point_groups).tolist()[1] >= PART_POINTS >= MIN_POINTS
+
+    class Turning:  # z[..., 0] = the knob's angle; the knob also slides 5 mm per rad off its axis
+        mu_cond, latent_dim = torch.zeros(2, dtype=torch.float64), 2
+        rest_points, rest_vertices = inst.rest_points.double(), inst.rest_vertices.double()
+        point_groups, vertex_groups = inst.point_groups, inst.vertex_groups
+
+        def _turn(self, rest, groups, z):
+            from kinemesh.dynamics.joints import _axis_rotation
+
+            R = _axis_rotation(torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64), z[..., 0])
+            o = torch.tensor([0.41, 0.0, 0.3], dtype=torch.float64)
+            knob = torch.as_tensor(np.asarray(groups) == 1)
+            x = rest.expand(*z.shape[:-1], *rest.shape).clone()
+            x[..., knob, :] = (rest[knob] - o) @ R.transpose(-1, -2) + o + 0.005 * z[..., :1, None]
+            return x
+
+        def points(self, z):
+            return self._turn(self.rest_points, self.point_groups, z)
+
+        def vertices(self, z):
+            return self._turn(self.rest_vertices, self.vertex_groups, z)
+
+    dec = Turning()
+    jd = JointDecoder(dec, art, ["body", "knob"], calibrate=False)
+    assert jd.active == ["turn"]
+    z = torch.tensor([[0.7, 0.0], [-0.3, 0.0], [1.6, 0.0]], dtype=torch.float64)
+    assert jd.joint_values(z)[:, 0].numpy() == pytest.approx([0.7, -0.3, 1.6], abs=1e-9)
+    exact = dec.vertices(z) - 0.005 * z[:, :1, None] * torch.as_tensor(pid == 1)[:, None]  # on the joint
+    assert torch.allclose(jd.vertices(z), exact, atol=1e-9)
+    clipped = jd.vertices_within_limits(z)
+    assert torch.allclose(clipped[:2], exact[:2], atol=1e-9)
+    at_limit = dec.vertices(torch.tensor([1.0, 0.0], dtype=torch.float64)) - 0.005 * torch.as_tensor(pid == 1)[:, None]
+    assert torch.allclose(clipped[2], at_limit, atol=1e-9)  # 1.6 rad -> the limit 1
+    assert jd.joint_values(z, clip=True)[:, 0].numpy() == pytest.approx([0.7, -0.3, 1.0], abs=1e-9)
+
+
+def test_sample_of_a_urdf_keeps_parts_on_their_joints(tmp_path):
+    """``kinemesh sample`` of a PartNet-Mobility folder decodes the parts along the URDF's joints: every touching
+    pair of parts stays attached in every sample (the network's own decoding, --free-parts, detaches them), the
+    parts move, and the joint values written lie within the limits."""
+    import json
+
+    import trimesh
+
+    from kinemesh.cli import main
+    from kinemesh.eval.model import attachment
+    from kinemesh.geometry.segments import load_segmented
+    from tests.data_fixtures import make_partnet_folder
+
+    folder = make_partnet_folder(tmp_path / "obj")
+    moving_model().save(tmp_path / "ckpt")
+    wm = load_segmented(folder)
+    rest = wm.to_file(np.asarray(wm.mesh.vertices))
+    pid = wm.to_file(wm.part_ids[:, None].astype(float))[:, 0].round().astype(int)
+    size = float(np.ptp(rest, axis=0).max())
+    attached = {}
+    for mode in ("joints", "free"):
+        out = tmp_path / mode
+        assert main(["sample", str(folder), "--n", "4", "--out", str(out), "--checkpoint", str(tmp_path / "ckpt"),
+                     "--n-points", "128"] + (["--free-parts"] if mode == "free" else [])) == 0
+        s = np.stack([trimesh.load(out / f"sample_{i:02d}.obj", process=False).vertices for i in range(4)])
+        assert s.shape == (4, *rest.shape) and np.abs(s - rest).max() > 0.01 * size  # the parts move
+        attached[mode] = attachment(rest, s, pid, size)[0]
+    assert attached["joints"] == 1.0 and attached["free"] < 1.0
+    meta = json.loads((tmp_path / "joints" / "samples.json").read_text())
+    assert meta["kind"] == "articulated" and meta["joints"]["from"] == "given"
+    limits = {j.name: j.rest_limits() for j in wm.articulation.joints}
+    for k, name in enumerate(meta["joints"]["names"]):
+        lo, hi = limits[name] or (-np.inf, np.inf)
+        assert all(lo - 1e-9 <= row[k] <= hi + 1e-9 for row in meta["joints"]["values"])

@@ -27,26 +27,38 @@ def predicted_object(vertices: np.ndarray, faces: np.ndarray, part_ids: np.ndarr
     return to_articulated(obj, articulate(obj, seed=seed))
 
 
-def motion_probes(vertices: np.ndarray, faces: np.ndarray, part_ids, part_names: list[str] | None,
-                  obj: ArticulatedObject | None = None, seed: int = 0
-                  ) -> tuple[np.ndarray | None, str, ArticulatedObject | None]:
-    """(probes (n, N, 3) or None, where the joints came from: "given", "predicted" or why there are none, the
-    articulation used or None) of a segmented articulated mesh; ``obj`` = its articulation when known (a URDF /
-    PartNet-Mobility input), else the joints are predicted. None when the mesh has fewer than two parts or no
-    movable joint results. The articulation is what ``kinemesh.dynamics`` moves the parts along."""
-    from kinemesh.geometry.probes import articulated_probes
-
+def articulation_for(vertices: np.ndarray, faces: np.ndarray, part_ids, part_names: list[str] | None,
+                     obj: ArticulatedObject | None = None, seed: int = 0
+                     ) -> tuple[ArticulatedObject | None, str]:
+    """(the articulation whose joints a segmented articulated mesh's parts move along, or None; where the joints
+    came from: "given", "predicted" or why there are none): ``obj`` when it has a movable joint (a URDF /
+    PartNet-Mobility input), else the joints predicted from the static shape. None when the mesh has fewer than
+    two parts or no movable joint results."""
     if part_ids is None or part_names is None or len(np.unique(part_ids)) < 2:
-        return None, "fewer than two parts", None
+        return None, "fewer than two parts"
     source = "given"
     if obj is None or not obj.movable_joints:
         try:
             obj, source = predicted_object(vertices, faces, part_ids, part_names, seed=seed), "predicted"
         except KinemeshError as exc:
-            log.info("motion probes: no articulation (%s)", exc)
-            return None, f"no articulation ({exc})", None
+            log.info("no articulation (%s)", exc)
+            return None, f"no articulation ({exc})"
     if not obj.movable_joints:
-        return None, f"no movable joint ({source})", None
+        return None, f"no movable joint ({source})"
+    return obj, source
+
+
+def motion_probes(vertices: np.ndarray, faces: np.ndarray, part_ids, part_names: list[str] | None,
+                  obj: ArticulatedObject | None = None, seed: int = 0
+                  ) -> tuple[np.ndarray | None, str, ArticulatedObject | None]:
+    """(probes (n, N, 3) or None, where the joints came from, the articulation used or None) of a segmented
+    articulated mesh: its parts moved along the joints of ``articulation_for`` (the same arguments). The
+    articulation is what ``kinemesh.dynamics`` moves the parts along."""
+    from kinemesh.geometry.probes import articulated_probes
+
+    obj, source = articulation_for(vertices, faces, part_ids, part_names, obj, seed=seed)
+    if obj is None:
+        return None, source, None
     return articulated_probes(vertices, part_ids, part_names, obj, seed=seed), source, obj
 
 

@@ -1,4 +1,9 @@
-"""``kinemesh sample``: plausible deformed states of a mesh from the kinematic model's prior."""
+"""``kinemesh sample``: plausible deformed states of a mesh from the kinematic model's prior.
+
+An articulated input (a URDF / PartNet-Mobility folder, or a segmented mesh whose kind is articulated) is decoded
+as ``kinemesh simulate`` moves it: every part along its joint (the URDF's, else the ones predicted from the
+static shape; ``kinemesh.dynamics.joints.JointDecoder``, calibrated, root part held), with the joint values
+clipped to the joints' limits; ``--free-parts`` writes the network's own decoding instead."""
 
 from __future__ import annotations
 
@@ -17,6 +22,9 @@ def register(sub):
     p.add_argument("--seed", type=int, default=0, help="sampling seed")
     p.add_argument("--std", type=number(float, 0, lo_open=True), default=1.0, help="prior standard deviation scale (1 = the prior)")
     p.add_argument("--n-points", type=int, default=2048, help="surface points carrying the deformation")
+    p.add_argument("--free-parts", action="store_true",
+                   help="articulated: the parts as the network decodes them instead of along their joints (they may "
+                        "come off their hinges)")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="device (default cpu)")
     p.add_argument("--max-vertices", type=int, default=50000, help="decimate larger meshes to this budget")
     p.set_defaults(func=run)
@@ -31,7 +39,10 @@ def run(args) -> int:
     from kinemesh.atomic import atomic_dir
     from kinemesh.checks import out_dir
     from kinemesh.data.exporters import export_obj
+    from kinemesh.articulation.probes import articulation_for
+    from kinemesh.dynamics.joints import JointDecoder
     from kinemesh.errors import ConfigError
+    from kinemesh.geometry.kind import resolve_kind
     from kinemesh.geometry.segments import load_segmented
     from kinemesh.model import load_model
     from kinemesh.viz.render import contact_sheet
@@ -42,11 +53,22 @@ def run(args) -> int:
     wm = load_segmented(args.mesh, labels=args.labels, auto_parts=not args.no_auto_parts,
                         max_vertices=args.max_vertices)
     model = load_model(args.checkpoint, device=args.device)
-    inst = model.instance(wm.mesh.vertices, wm.mesh.faces, n_points=args.n_points, seed=args.seed,
-                          part_ids=wm.part_ids)
+    v, f = np.asarray(wm.mesh.vertices, np.float64), np.asarray(wm.mesh.faces, np.int64)
+    # a URDF / PartNet-Mobility input is articulated by definition (as kinemesh simulate takes it)
+    kind = resolve_kind("articulated" if wm.articulation is not None else "auto", v, f, wm.part_ids)
+    inst = model.instance(v, f, n_points=args.n_points, seed=args.seed, part_ids=wm.part_ids, kind=kind)
+    art, joints_from = articulation_for(v, f, wm.part_ids, wm.part_names, wm.articulation, seed=args.seed) \
+        if kind == "articulated" and not args.free_parts else (None, "free parts" if args.free_parts else kind)
     z = inst.prior_sample(args.n, seed=args.seed, std=args.std)
     with torch.no_grad():
-        verts = wm.to_file(inst.vertices(z).cpu().double().numpy())  # the file's vertices, count and order
+        if art is not None:  # every part along its joint, within the joint limits
+            jd = JointDecoder(inst, art, wm.part_names)
+            decoded, values = jd.vertices_within_limits(z), jd.joint_values(z, clip=True)
+            joints = {"from": joints_from, "names": [j.name for j in jd.joints],
+                      "values": values.cpu().double().numpy().round(6).tolist()}
+        else:
+            decoded, joints = inst.vertices(z), {"from": joints_from}
+        verts = wm.to_file(decoded.cpu().double().numpy())  # the file's vertices, count and order
     faces, rest = wm.faces, wm.to_file(np.asarray(wm.mesh.vertices))
     with atomic_dir(args.out) as tmp:
         export_obj(rest, faces, tmp / "rest.obj")
@@ -58,7 +80,7 @@ def run(args) -> int:
         (tmp / "samples.json").write_text(json.dumps({
             "mesh": str(args.mesh), "checkpoint": args.checkpoint or "default", "n": args.n, "seed": args.seed,
             "std": args.std, "latent_dim": inst.latent_dim, "trained": model.info.get("trained", True),
-            "z": z.cpu().double().numpy().round(6).tolist()}, indent=1) + "\n")
+            "kind": kind, "joints": joints, "z": z.cpu().double().numpy().round(6).tolist()}, indent=1) + "\n")
     print(f"wrote {args.n} samples to {args.out}" + (f" (of the mesh decimated to {len(rest)} vertices)"
                                                      if wm.decimated else ""))
     return 0

@@ -19,7 +19,13 @@ squares slope of the asked joint value on the decoded one (offset: the decoded v
 pose); in fact one J x J matrix for all J joints, the least-squares map from decoded to asked joint values over
 these single-joint poses, so it also removes cross-talk (the network turning a neighbour door with the dragged
 one), its singular values clipped to ``MAX_GAIN``. The network still decides where a state moves the parts; the
-calibration only restores their range. ``calibrate=False`` keeps the decoded values.
+calibration only restores their range. ``calibrate=False`` keeps the decoded values. A joint the network does not
+move at all cannot be given range this way: a cart wheel spinning about its own axis (a shape-preserving motion)
+decodes to 0.001-0.005 rad for a 1.57 rad pose, so its calibration fits noise (docs/results/real.md).
+
+Prior samples (``kinemesh sample``) use the same decoder on the instance itself (its latent z; the calibration
+then encodes the poses in the full latent space) with the joint values clipped to the joints' limits
+(``vertices_within_limits``).
 """
 
 from __future__ import annotations
@@ -41,7 +47,9 @@ MAX_GAIN = 10.0
 """Largest singular value of the joint calibration (module docstring)."""
 MIN_POINTS = 8
 """A part with fewer sample points moves with its parent (its joint stays at 0): the rigid motion of three or
-four points of a small wheel is too noisy to follow (a cart's wheels, 3-4 of 512 points, diverged)."""
+four points of a small wheel is too noisy to follow (a cart's wheels, 3-4 of 512 points, diverged). A safety net
+since an instance bound with part ids gives every part ``kinemesh.model.api.PART_POINTS`` (16) points; it still
+applies when there are fewer points than parts x 16."""
 
 
 def _rigid_from_anchors(rest: torch.Tensor, now: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -83,10 +91,13 @@ class JointDecoder:
         frame of the mesh, metres); parts of it without geometry (merged fixed links) pass their motion on.
     part_names : name of every part index.
     hold_base : the root part stands still (a cabinet on the floor); False = it follows the network's motion.
-    calibrate : fit the joint calibration (module docstring; needs a ReducedDecoder of an instance that encodes).
+    calibrate : fit the joint calibration (module docstring; needs an instance that encodes, or a ReducedDecoder
+        of one).
 
     Same coordinates, prior and rest points as ``decoder``. ``joint_values(q)`` (..., J) gives the joint values
-    (rad / m, order of ``joints``); ``active`` names the joints that can move (parts with ``MIN_POINTS``). Raises ConfigError when a part of the mesh is not a part of the articulation.
+    (rad / m, order of ``joints``); ``active`` names the joints that can move (parts with ``MIN_POINTS``);
+    ``vertices_within_limits(q)`` poses the vertices with the joint values clipped to the joints' limits (prior
+    samples, ``kinemesh sample``). Raises ConfigError when a part of the mesh is not a part of the articulation.
     """
 
     def __init__(self, decoder, articulation, part_names, hold_base: bool = True, calibrate: bool = True):
@@ -128,6 +139,9 @@ class JointDecoder:
             if j.name in self.active:
                 self.calibration[i, i] = 1.0
         self.offset = torch.zeros(n, dtype=torch.float64)
+        lim = [j.rest_limits() if j.limits is not None and j.type in ("revolute", "prismatic") else (-np.inf, np.inf)
+               for j in self.joints]
+        self.limits = torch.as_tensor(lim, dtype=torch.float64).reshape(n, 2)  # (J, 2) lower, upper, around rest
         if calibrate:
             self._calibrate()
 
@@ -136,7 +150,11 @@ class JointDecoder:
         from kinemesh.geometry.probes import joint_span
 
         inner, sub = getattr(self.decoder, "decoder", None), getattr(self.decoder, "subspace", None)
-        if sub is None or not hasattr(inner, "encode_points"):
+        if sub is not None and hasattr(inner, "encode_points"):  # a ReducedDecoder: z -> its coordinates q
+            to_q = lambda z: sub.q(z.to(sub.basis.dtype)).to(self.mu_cond.dtype)  # noqa: E731
+        elif hasattr(self.decoder, "encode_points"):  # an instance: its latent z itself (kinemesh sample)
+            inner, to_q = self.decoder, lambda z: z.to(self.mu_cond.dtype)  # noqa: E731
+        else:
             return
         rp = self.decoder.rest_points.detach().double().cpu().numpy()
         act = [i for i, j in enumerate(self.joints) if j.name in self.active]
@@ -158,7 +176,7 @@ class JointDecoder:
             return
         with torch.no_grad():
             z = torch.stack([inner.encode_points(p)[0] for p in poses])
-            x = self.decoder.points(sub.q(z.to(sub.basis.dtype)).to(self.mu_cond.dtype))
+            x = self.decoder.points(to_q(z))
             raw = self._raw(x.reshape(len(poses), -1, 3))[1].double()
         offset = raw[0].clone()
         R = (raw[1:] - offset)[:, act]  # decoded values of the probes (n, a)
@@ -208,12 +226,15 @@ class JointDecoder:
                 raw[:, i] = (moved - c) @ axis
         return dec, raw
 
-    def _world(self, x: torch.Tensor) -> tuple[dict, torch.Tensor]:
+    def _world(self, x: torch.Tensor, clip: bool = False) -> tuple[dict, torch.Tensor]:
         """(world (R, t) of every articulation part, joint values (B, J)) from decoded points x (B, P, 3): the
-        calibrated joint values, posed by forward kinematics of the joint tree (parents first)."""
+        calibrated joint values (``clip``: within the joints' limits), posed by forward kinematics of the joint
+        tree (parents first)."""
         B, dt = x.shape[0], x.dtype
         dec, raw = self._raw(x)
         values = (raw - self.offset.to(dt)) @ self.calibration.to(dt).T
+        if clip:
+            values = torch.maximum(torch.minimum(values, self.limits[:, 1].to(dt)), self.limits[:, 0].to(dt))
         eye = torch.eye(3, dtype=dt).expand(B, 3, 3)
         zero = torch.zeros(B, 3, dtype=dt)
         world = {self.root: dec[self.root] if (not self.hold_base and self.root in dec) else (eye, zero)}
@@ -239,9 +260,9 @@ class JointDecoder:
                                                                              self.decoder.points)
         return decode(qf).reshape(qf.shape[0], -1, 3)
 
-    def _pose(self, q: torch.Tensor, rest: torch.Tensor, groups: dict) -> torch.Tensor:
+    def _pose(self, q: torch.Tensor, rest: torch.Tensor, groups: dict, clip: bool = False) -> torch.Tensor:
         x = self._decoded(q)
-        world, _ = self._world(x)
+        world, _ = self._world(x, clip)
         rest = rest.detach().to(x)
         out = rest.expand(x.shape[0], *rest.shape).clone()
         for name, idx in groups.items():
@@ -261,10 +282,16 @@ class JointDecoder:
         """q (..., k) -> (..., N, 3) metres: every part's rest vertices posed along its joints."""
         return self._pose(q, self.decoder.rest_vertices, self._vertices_of)
 
-    def joint_values(self, q: torch.Tensor) -> torch.Tensor:
-        """q (..., k) -> (..., J) joint values (rad / m) in the order of ``joints`` (fixed joints: 0)."""
+    def vertices_within_limits(self, q: torch.Tensor) -> torch.Tensor:
+        """q (..., k) -> (..., N, 3) metres: as ``vertices`` with every joint value clipped to its joint's limits
+        (the prior samples of ``kinemesh sample``; not differentiable at the limits, so not for the dynamics)."""
+        return self._pose(q, self.decoder.rest_vertices, self._vertices_of, clip=True)
+
+    def joint_values(self, q: torch.Tensor, clip: bool = False) -> torch.Tensor:
+        """q (..., k) -> (..., J) joint values (rad / m) in the order of ``joints`` (fixed joints: 0; ``clip``:
+        within the joints' limits)."""
         with torch.no_grad():
-            return self._world(self._decoded(q))[1].reshape(*q.shape[:-1], -1)
+            return self._world(self._decoded(q), clip)[1].reshape(*q.shape[:-1], -1)
 
     def __getattr__(self, name):  # faces, part ids, knn transfer, ... of the wrapped decoder
         if name == "decoder":
