@@ -47,9 +47,10 @@ MAX_GAIN = 10.0
 """Largest singular value of the joint calibration (module docstring)."""
 MIN_POINTS = 8
 """A part with fewer sample points moves with its parent (its joint stays at 0): the rigid motion of three or
-four points of a small wheel is too noisy to follow (a cart's wheels, 3-4 of 512 points, diverged). A safety net
-since an instance bound with part ids gives every part ``kinemesh.model.api.PART_POINTS`` (16) points; it still
-applies when there are fewer points than parts x 16."""
+four points of a small wheel is too noisy to follow (a cart's wheels, 3-4 of 512 points, diverged). Giving every
+part 16 points (a per-part minimum in the surface sampling) was measured and not kept: small parts then had active
+joints but still did not follow (the network does not move them, so their calibration fits noise), with no gain
+on the real validation split (docs/results/real.md)."""
 
 
 def _rigid_from_anchors(rest: torch.Tensor, now: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
