@@ -79,7 +79,7 @@ class IKEvalConfig:
     real_rest: str = option("decoded", "NeuROK on a real object: parts move from the model's reconstruction of the "
                             "rest pose (decoded) or relative to it, applied to the true rest mesh (anchored: "
                             "kinemesh.ik.pipeline.RestAnchoredDecoder)", choices=("decoded", "anchored"))
-    real_motion: str = option("decoded", "NeuROK on a real object: parts move as the network decodes them (decoded) "
+    real_motion: str = option("joints", "NeuROK on a real object: parts move as the network decodes them (decoded) "
                               "or only along the object's joints, its root held (joints: kinemesh.dynamics.joints."
                               "JointDecoder, as `kinemesh simulate` moves them; --real-rest then does not apply)",
                               choices=("decoded", "joints"))
@@ -604,8 +604,10 @@ PROTOCOL = [
     "- Real objects (`--real`, and `--real-val`: a seeded sample of the real training objects that `kinemesh synth "
     "--from-urdf` holds out for validation): bound as `kinemesh ik` binds a URDF input (`kinemesh.ik.pipeline."
     "bind_ik`): the links as parts (a link on a fixed joint merged into its parent), articulated, reduced "
-    "coordinates from motion probes along the URDF's joints (`--real-basis`), the base part (the largest) held at "
-    "rest (`--real-base`); the oracle is handed the same joints, with their values unknown.",
+    "coordinates from motion probes along the URDF's joints (`--real-basis`), the parts moved only along those "
+    "joints with the root link held at rest (`--real-motion joints`: `kinemesh.dynamics.joints.JointDecoder`, its "
+    "joint calibration fitted through q; `decoded`: as the network decodes them, the largest part held, "
+    "`--real-base`); the oracle is handed the same joints, with their values unknown and fitted directly.",
     "- PCA: principal components (99% variance, <= 32) of up to 200 training deformation fields of the same "
     "category (same kind when the category is unseen), transferred to the test mesh by nearest neighbours in "
     "normalized space; coefficients fitted. Nearest pose: the best of the same transferred fields. Free-form: "

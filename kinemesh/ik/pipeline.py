@@ -34,10 +34,12 @@ class URDFBinding:
     """The base part (the largest) stays at rest (:func:`base_fixed`); with ``joints`` the articulation's root."""
     anchored: bool = False
     """Parts move relative to their decoded rest pose, applied to the true rest mesh (:class:`RestAnchoredDecoder`)."""
-    joints: bool = False
+    joints: bool = True
     """Parts move only along the object's joints (:class:`kinemesh.dynamics.joints.JointDecoder`, calibrated, as
     ``kinemesh simulate`` moves them): the decoded motion of every part relative to its parent projected on its
-    joint, the rest mesh posed by forward kinematics. Replaces ``anchored`` (the rest mesh is posed exactly)."""
+    joint, the rest mesh posed by forward kinematics. Replaces ``anchored`` (the rest mesh is posed exactly).
+    Real validation objects: 92.0 % -> 96.4 % motion explained and 0.18x -> 0.01x the rest pose's Chamfer with
+    known correspondences, 72.8 % -> 94.0 % and 0.10x -> 0.02x as a scan (docs/results/ik_real.md)."""
 
 
 def bind_ik(vertices, faces, model, reduction: ReductionConfig, part_ids=None, part_names=None, articulation=None,
