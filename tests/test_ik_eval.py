@@ -164,29 +164,49 @@ def test_eval_model_end_to_end_and_rerender(tiny_dataset, tiny_checkpoint, tmp_p
                  "--split", "nope"]) != 0
 
 
-def test_ik_command_on_a_urdf_input_holds_the_base(tmp_path, tiny_checkpoint, capsys):
-    """A PartNet-Mobility folder as the rest: bound with its links, reduced along its joints, the base part (the
-    body, the largest) held at rest, so the fitted body is exactly the rest body even with an untrained model."""
+def test_ik_command_on_a_urdf_input_moves_parts_along_their_joints(tmp_path, tiny_checkpoint, capsys):
+    """A PartNet-Mobility folder as the rest: bound with its links, reduced along its joints, the parts moved only
+    along the URDF's joints with the root held (the default), so even with an untrained model the body is exactly
+    the rest body and the door turns rigidly about its hinge; --free-parts moves them as decoded (largest part
+    held)."""
+    import json
+
+    import trimesh
+
     from data_fixtures import make_partnet_folder
     from kinemesh.data.partnet import load_articulated
     from kinemesh.geometry.segments import link_parts
+    from kinemesh.reduce import Subspace
 
     folder = make_partnet_folder(tmp_path / "cab")
     obj = load_articulated(folder)
     rest, faces, pids = obj.merged({})
     target = obj.merged({"door_hinge": 0.8, "drawer_slide": -0.3})[0]
     export_obj(target, faces, tmp_path / "target.obj")
-    assert main(["ik", "--rest", str(folder), "--target", str(tmp_path / "target.obj"), "--out",
-                 str(tmp_path / "fit.obj"), "--json", str(tmp_path / "fit.json"), "--checkpoint",
-                 str(tiny_checkpoint), "--steps", "5", "--starts", "1", "--save-subspace", str(tmp_path / "sub")]) == 0
-    import trimesh
-
-    from kinemesh.reduce import Subspace
-
-    fit = np.asarray(trimesh.load(tmp_path / "fit.obj", process=False).vertices)
     to_part, names = link_parts(obj)
-    body = to_part[pids] == names.index("link_3")
-    assert fit.shape == rest.shape and np.abs(fit[body] - rest[body]).max() < 1e-4
-    assert np.abs(fit[~body] - rest[~body]).max() > 1e-3  # the other parts were fitted
-    assert Subspace.load(tmp_path / "sub").scale is not None  # probe coordinates (scaled to the probes' spread)
-    assert "motion explained" in capsys.readouterr().out
+    body, door = to_part[pids] == names.index("link_3"), to_part[pids] == names.index("link_0")
+
+    hj = next(j for j in obj.joints if j.name == "door_hinge")
+    axis, origin = hj.axis, hj.origin
+
+    def hinge(v):  # door vertices: distance to the hinge line and height along it
+        r = v[door] - origin
+        return np.linalg.norm(np.cross(r, axis), axis=1), r @ axis
+
+    fits = {}
+    for flag in ([], ["--free-parts"]):
+        out = tmp_path / f"fit{len(flag)}.obj"
+        assert main(["ik", "--rest", str(folder), "--target", str(tmp_path / "target.obj"), "--out", str(out),
+                     "--json", str(out.with_suffix(".json")), "--checkpoint", str(tiny_checkpoint), "--steps", "5",
+                     "--starts", "1", "--save-subspace", str(tmp_path / f"sub{len(flag)}"), *flag]) == 0
+        fit = np.asarray(trimesh.load(out, process=False).vertices)
+        assert fit.shape == rest.shape and np.abs(fit[body] - rest[body]).max() < 1e-4
+        assert np.abs(fit[~body] - rest[~body]).max() > 1e-3  # the other parts were fitted
+        fits[len(flag)] = fit, json.loads(out.with_suffix(".json").read_text())["joints"]
+    printed = capsys.readouterr().out
+    assert "motion explained" in printed and "joint values: door_hinge" in printed
+    fit, joints = fits[0]
+    assert set(joints) >= {"door_hinge", "drawer_slide"}
+    assert all(np.allclose(a, b, atol=1e-4) for a, b in zip(hinge(fit), hinge(rest)))
+    assert fits[1][1] == {}  # --free-parts: no joints to report
+    assert Subspace.load(tmp_path / "sub0").scale is not None  # probe coordinates (scaled to the probes' spread)

@@ -105,7 +105,7 @@ def _ik(args) -> int:
         rows = res.rows
         command = "kinemesh eval ik " + " ".join(sys.argv[3:]) if sys.argv[1:3] == ["eval", "ik"] else command_line(
             "ik", args, "data split checkpoint real real_val real_val_objects real_configs real_parts real_basis "
-                        "real_base real_rest max_targets frames_per_seq methods subspace_method k_q rigidity "
+                        "real_base real_rest real_motion max_targets frames_per_seq methods subspace_method k_q rigidity "
                         "fit_loss seed out ablation")
         text = render(rows, command, res.notes, header(cfg, res.model_info))
     print(text)

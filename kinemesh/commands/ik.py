@@ -35,6 +35,9 @@ def register(sub) -> None:
     p.add_argument("--steps", type=int, default=80, help="Adam steps before L-BFGS")
     p.add_argument("--polish-steps", type=int, default=40,
                    help="Adam steps of the full-latent polish after the reduced fit (0 = reduced q only)")
+    p.add_argument("--free-parts", action="store_true",
+                   help="URDF / PartNet-Mobility input: move the parts as the network decodes them (the largest part "
+                        "held) instead of only along the object's joints with its root held (the default)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default=None, help="also write q, z and the errors as JSON here")
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
@@ -68,7 +71,8 @@ def run(args) -> int:
     from kinemesh.data.exporters import export_obj
     from kinemesh.errors import ConfigError, InputFileError, KinemeshError
     from kinemesh.ik import IKConfig, make_target, solve
-    from kinemesh.ik.pipeline import IK_REDUCTION, bind_ik, load_target
+    from kinemesh.dynamics.joints import JointDecoder
+    from kinemesh.ik.pipeline import IK_REDUCTION, URDFBinding, bind_ik, load_target
 
     if args.steps < 0 or args.starts < 1 or args.polish_steps < 0:
         raise ConfigError("--steps and --polish-steps must be >= 0 and --starts >= 1")
@@ -95,8 +99,10 @@ def run(args) -> int:
     torch.manual_seed(args.seed)
     red = dataclasses.replace(IK_REDUCTION, enabled=not args.no_reduction, k_q=args.k_q,
                               method=args.subspace_method, calibrated_prior=args.calibrated_prior)
-    # a URDF / PartNet-Mobility input: articulated, reduced along its joints, base held (ik.pipeline.URDFBinding)
-    decoder, sub, _ = bind_ik(rest_v, rest_f, args.checkpoint, red, part_ids, wm.part_names, wm.articulation,
+    # a URDF / PartNet-Mobility input: articulated, reduced along its joints, parts moved along them with the root
+    # held (ik.pipeline.URDFBinding)
+    how = URDFBinding(joints=not args.free_parts)
+    decoder, sub, _ = bind_ik(rest_v, rest_f, args.checkpoint, red, part_ids, wm.part_names, wm.articulation, how,
                               seed=args.seed, device=args.device)
     if sub is not None and args.save_subspace:
         sub.save(args.save_subspace)
@@ -122,11 +128,18 @@ def run(args) -> int:
     dims = f"q ({sub.k} of {sub.latent_dim} latent dims)" if sub is not None else f"z ({decoder.latent_dim} dims)"
     if res.polished:
         dims += ", then polished in z"
+    jd = decoder.decoder if sub is not None else decoder
+    joints = {}
+    if isinstance(jd, JointDecoder):  # the fitted joint values (rad / m), z being the joint decoder's latent
+        values = jd.joint_values(torch.as_tensor(res.z).to(jd.mu_cond))
+        joints = {j.name: float(values[i]) for i, j in enumerate(jd.joints) if j.name in jd.active}
+        msg += "\njoint values: " + ", ".join(f"{n} {v:.4g}" for n, v in joints.items())
     print(msg)
     print(f"fitted {dims} in {res.seconds:.2f} s -> {args.out}")
     if args.json:
         write_text(args.json, json.dumps({
             "latent": res.latent.tolist(), "z": res.z.tolist(), "errors": res.errors, "seconds": res.seconds,
             "reduced": sub is not None, "polished": res.polished, "scale": res.similarity[0] * target.scale,
+            "joints": joints,
         }, indent=2) + "\n")
     return 0

@@ -79,6 +79,10 @@ class IKEvalConfig:
     real_rest: str = option("decoded", "NeuROK on a real object: parts move from the model's reconstruction of the "
                             "rest pose (decoded) or relative to it, applied to the true rest mesh (anchored: "
                             "kinemesh.ik.pipeline.RestAnchoredDecoder)", choices=("decoded", "anchored"))
+    real_motion: str = option("joints", "NeuROK on a real object: parts move as the network decodes them (decoded) "
+                              "or only along the object's joints, its root held (joints: kinemesh.dynamics.joints."
+                              "JointDecoder, as `kinemesh simulate` moves them; --real-rest then does not apply)",
+                              choices=("decoded", "joints"))
     max_targets: int = option(30, "targets per split group (seeded subset)", min=1)
     frames_per_seq: int = option(2, "target frames per held-out sequence", min=1)
     methods: tuple | str = option(",".join(METHODS), f"comma list of {', '.join(METHODS)}")
@@ -350,7 +354,7 @@ class Runner:
             t0 = time.perf_counter()
             real = t.model_part_ids is not None and self.cfg.real_parts == "links"
             how = URDFBinding(basis=self.cfg.real_basis, fixed_base=self.cfg.real_base == "fixed",
-                              anchored=self.cfg.real_rest == "anchored")
+                              anchored=self.cfg.real_rest == "anchored", joints=self.cfg.real_motion == "joints")
             dec, sub, _ = bind_ik(t.rest_vertices, t.faces, self.models[model_name], red,
                                   t.model_part_ids if real else None, t.model_part_names,
                                   t.articulation if real else None, how, seed=self.cfg.seed)
@@ -600,8 +604,10 @@ PROTOCOL = [
     "- Real objects (`--real`, and `--real-val`: a seeded sample of the real training objects that `kinemesh synth "
     "--from-urdf` holds out for validation): bound as `kinemesh ik` binds a URDF input (`kinemesh.ik.pipeline."
     "bind_ik`): the links as parts (a link on a fixed joint merged into its parent), articulated, reduced "
-    "coordinates from motion probes along the URDF's joints (`--real-basis`), the base part (the largest) held at "
-    "rest (`--real-base`); the oracle is handed the same joints, with their values unknown.",
+    "coordinates from motion probes along the URDF's joints (`--real-basis`), the parts moved only along those "
+    "joints with the root link held at rest (`--real-motion joints`: `kinemesh.dynamics.joints.JointDecoder`, its "
+    "joint calibration fitted through q; `decoded`: as the network decodes them, the largest part held, "
+    "`--real-base`); the oracle is handed the same joints, with their values unknown and fitted directly.",
     "- PCA: principal components (99% variance, <= 32) of up to 200 training deformation fields of the same "
     "category (same kind when the category is unseen), transferred to the test mesh by nearest neighbours in "
     "normalized space; coefficients fitted. Nearest pose: the best of the same transferred fields. Free-form: "
