@@ -333,4 +333,3 @@ def test_inside_mesh_depth_and_rigid_groups():
               Joint("j3", "fixed", "handle", "knob", (0, 0, 1), (0, 0, 0))]
     assert rigid_groups(ArticulatedObject(parts, joints)) == {"body": "body", "plate": "body", "door": "door",
                                                               "handle": "door", "knob": "door"}
-
