@@ -167,7 +167,7 @@ def test_build_system_moves_parts_along_the_articulation():
     off, info_off = build_system(b.decoder, v, f, SimulationSpec(kind="articulated", joints=False),
                                  articulation=art, part_names=names)
     assert isinstance(off.decoder, BaseFrameDecoder) and not info_off["joints"]
-    q = torch.randn(5, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    q = torch.randn(5, system.decoder.latent_dim, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         x = system.decoder.points(q)
     rest = b.decoder.rest_points.double()
@@ -305,3 +305,35 @@ def test_sample_of_a_urdf_keeps_parts_on_their_joints(tmp_path):
     for k, name in enumerate(meta["joints"]["names"]):
         lo, hi = limits[name] or (-np.inf, np.inf)
         assert all(lo - 1e-9 <= row[k] <= hi + 1e-9 for row in meta["joints"]["values"])
+
+
+def test_joints_the_network_does_not_move_get_coordinates_of_their_own():
+    """``direct=True``: a joint whose own poses decode to less than 1 / MAX_GAIN of the asked value (here the
+    network reaches 5 %) gets a coordinate of its own appended to q; the part is posed exactly along its joint at
+    that value (the network's motion of it is dropped), the Jacobian matches central differences (float64), and
+    joints the network does move (reach 0.5) keep the calibrated network coordinates only."""
+    from kinemesh.dynamics.joints import JointDecoder
+
+    names = ["body", "lid", "drawer"]
+    assert JointDecoder(_Reduced(reach=0.5), _toy_articulation(), names, direct=True).direct == []
+    dec = _Reduced(reach=0.05)
+    jd = JointDecoder(dec, dec.art, names, direct=True)
+    assert jd.direct == ["hinge", "slide"] and jd.latent_dim == 6 and jd.mu_cond.shape == (6,)
+    q = torch.cat([dec.mu_cond.double(), torch.tensor([0.7, 0.12], dtype=torch.float64)])
+    with torch.no_grad():
+        exact = dec.toy.points(dec.toy.latent_for(0.7, 0.12).double())
+        assert torch.allclose(jd.points(q), exact, atol=1e-6)  # the toy's latent_for inverts by atanh
+        assert jd.joint_values(q).numpy() == pytest.approx([0.7, 0.12], abs=1e-9)
+        q2 = q.clone()
+        q2[:4] += 0.3  # the network's coordinates no longer move these joints
+        assert torch.allclose(jd.points(q2), jd.points(q), atol=1e-12)
+    J = torch.autograd.functional.jacobian(jd.points, q)  # (P, 3, 6)
+    h = 1e-6
+    for i in (4, 5):
+        e = torch.zeros(6, dtype=torch.float64)
+        e[i] = h
+        with torch.no_grad():
+            fd = (jd.points(q + e) - jd.points(q - e)) / (2 * h)
+        assert torch.allclose(J[..., i], fd, atol=1e-6) and fd.abs().max() > 0.1
+    with pytest.raises(ValueError, match="expected 6"):
+        jd.points(q[:4])

@@ -23,6 +23,15 @@ calibration only restores their range. ``calibrate=False`` keeps the decoded val
 move at all cannot be given range this way: a cart wheel spinning about its own axis (a shape-preserving motion)
 decodes to 0.001-0.005 rad for a 1.57 rad pose, so its calibration fits noise (docs/results/real.md).
 
+Joints of their own (``direct=True``, what ``kinemesh simulate`` uses). A joint the network does not move - one
+whose own calibration poses decode to less than 1 / ``MAX_GAIN`` of the asked value (a wheel, a knob, a flap the
+network leaves shut) or whose part has fewer than ``MIN_POINTS`` sample points - gets a generalized coordinate
+of its own appended to the network's (q = [q_network, d]), as ``kinemesh.dynamics.floating.FloatingDecoder``
+appends rigid-body coordinates: its value is d, its part posed by the same forward kinematics, so its mass,
+forces and stops come from the Lagrangian like any other coordinate; the network keeps every joint it does move.
+Chosen on the real validation split (drag test, 8 objects: parts reaching 80 % of the asked motion 43 -> 76 %;
+docs/results/real.md).
+
 Prior samples (``kinemesh sample``) use the same decoder on the instance itself (its latent z; the calibration
 then encodes the poses in the full latent space) with the joint values clipped to the joints' limits
 (``vertices_within_limits``).
@@ -46,8 +55,9 @@ CALIBRATION_TURN = 0.5 * np.pi
 MAX_GAIN = 10.0
 """Largest singular value of the joint calibration (module docstring)."""
 MIN_POINTS = 8
-"""A part with fewer sample points moves with its parent (its joint stays at 0): the rigid motion of three or
-four points of a small wheel is too noisy to follow (a cart's wheels, 3-4 of 512 points, diverged). Giving every
+"""A part with fewer sample points is not read from the network (its joint stays at 0, or with ``direct`` has a
+coordinate of its own): the rigid motion of three or four points of a small wheel is too noisy to follow (a
+cart's wheels, 3-4 of 512 points, diverged). Giving every
 part 16 points (a per-part minimum in the surface sampling) was measured and not kept: small parts then had active
 joints but still did not follow (the network does not move them, so their calibration fits noise), with no gain
 on the real validation split (docs/results/real.md)."""
@@ -94,6 +104,8 @@ class JointDecoder:
     hold_base : the root part stands still (a cabinet on the floor); False = it follows the network's motion.
     calibrate : fit the joint calibration (module docstring; needs an instance that encodes, or a ReducedDecoder
         of one).
+    direct : joints the network does not move get coordinates of their own (module docstring); ``direct`` names
+        them and ``latent_dim`` / ``mu_cond`` grow by their number (``k_network`` = the wrapped decoder's).
 
     Same coordinates, prior and rest points as ``decoder``. ``joint_values(q)`` (..., J) gives the joint values
     (rad / m, order of ``joints``); ``active`` names the joints that can move (parts with ``MIN_POINTS``);
@@ -101,10 +113,13 @@ class JointDecoder:
     samples, ``kinemesh sample``). Raises ConfigError when a part of the mesh is not a part of the articulation.
     """
 
-    def __init__(self, decoder, articulation, part_names, hold_base: bool = True, calibrate: bool = True):
+    def __init__(self, decoder, articulation, part_names, hold_base: bool = True, calibrate: bool = True,
+                 direct: bool = False):
         self.decoder = decoder
         self.mu_cond = decoder.mu_cond
-        self.latent_dim = decoder.latent_dim
+        self.latent_dim = self.k_network = int(decoder.latent_dim)
+        self.direct: list[str] = []  # joints with a coordinate of their own (``direct``)
+        self._direct = bool(direct)
         self.rest_points = decoder.rest_points
         self.rest_vertices = decoder.rest_vertices
         self.hold_base = bool(hold_base)
@@ -143,8 +158,25 @@ class JointDecoder:
         lim = [j.rest_limits() if j.limits is not None and j.type in ("revolute", "prismatic") else (-np.inf, np.inf)
                for j in self.joints]
         self.limits = torch.as_tensor(lim, dtype=torch.float64).reshape(n, 2)  # (J, 2) lower, upper, around rest
+        self._weak: list[str] = []  # active joints the network hardly moves (calibration, ``direct``)
         if calibrate:
             self._calibrate()
+        if self._direct:
+            self.direct = [j.name for j in self.joints if j.movable and j.child in self._points_of
+                           and (j.name not in self.active or j.name in self._weak)]
+            for name in self.direct:
+                i = [j.name for j in self.joints].index(name)
+                self.calibration[i, :] = 0.0
+                self.calibration[:, i] = 0.0
+            m = len(self.direct)
+            self._direct_index = torch.as_tensor([[j.name for j in self.joints].index(n) for n in self.direct],
+                                                 dtype=torch.int64)
+            self.latent_dim = self.k_network + m
+            self.mu_cond = torch.cat([self.mu_cond, torch.zeros(m, dtype=self.mu_cond.dtype,
+                                                                device=self.mu_cond.device)])
+            if m:
+                log.info("%s: joints %s move by coordinates of their own (the network does not move them)",
+                         articulation.name, self.direct)
 
     def _calibrate(self) -> None:
         """Fit ``calibration`` and ``offset`` (module docstring); a no-op for decoders that cannot encode."""
@@ -184,6 +216,14 @@ class JointDecoder:
         A = torch.zeros_like(R)  # asked values: the probed joint at its value, the others at rest
         for r, (i, v) in enumerate(asked):
             A[r, act.index(i)] = v
+        if self._direct:  # joints whose own poses decode to less than 1 / MAX_GAIN of the asked value (a wheel
+            gain = (A * R).sum(0) / (A * A).sum(0).clamp_min(1e-12)  # spinning about its axis keeps its shape)
+            weak = [c for c in range(len(act)) if abs(float(gain[c])) < 1.0 / MAX_GAIN]  # get coordinates of
+            self._weak = [self.joints[act[c]].name for c in weak]  # their own instead of a noise calibration
+            keep = [c for c in range(len(act)) if c not in weak]
+            if not keep:
+                return
+            act, R, A = [act[c] for c in keep], R[:, keep], A[:, keep]
         # least squares (ridge) C_aa = argmin |A - R C^T|^2: the gain of every joint and the cross-talk between
         # joints (a door that turns its neighbour), singular values clipped to MAX_GAIN
         RtR = R.T @ R
@@ -227,13 +267,15 @@ class JointDecoder:
                 raw[:, i] = (moved - c) @ axis
         return dec, raw
 
-    def _world(self, x: torch.Tensor, clip: bool = False) -> tuple[dict, torch.Tensor]:
+    def _world(self, x: torch.Tensor, clip: bool = False, d: torch.Tensor | None = None) -> tuple[dict, torch.Tensor]:
         """(world (R, t) of every articulation part, joint values (B, J)) from decoded points x (B, P, 3): the
-        calibrated joint values (``clip``: within the joints' limits), posed by forward kinematics of the joint
-        tree (parents first)."""
+        calibrated joint values (``clip``: within the joints' limits), the ``direct`` joints' values d (B, m),
+        posed by forward kinematics of the joint tree (parents first)."""
         B, dt = x.shape[0], x.dtype
         dec, raw = self._raw(x)
         values = (raw - self.offset.to(dt)) @ self.calibration.to(dt).T
+        if self.direct:
+            values = values.index_copy(1, self._direct_index, d.to(dt))
         if clip:
             values = torch.maximum(torch.minimum(values, self.limits[:, 1].to(dt)), self.limits[:, 0].to(dt))
         eye = torch.eye(3, dtype=dt).expand(B, 3, 3)
@@ -253,17 +295,20 @@ class JointDecoder:
             world[j.child] = (Rp @ Rj, (Rp @ tj[..., None])[..., 0] + tp)  # parent's motion after the joint's
         return world, values
 
-    def _decoded(self, q: torch.Tensor) -> torch.Tensor:
-        """The wrapped decoder's points (B, P, 3) of q (..., k) flattened to B states (without gradients when
-        they are off)."""
+    def _decoded(self, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the wrapped decoder's points (B, P, 3), the direct joints' values (B, m)) of q (..., k) flattened to
+        B states (without gradients when they are off)."""
+        if q.shape[-1] != self.latent_dim:
+            raise ValueError(f"JointDecoder: q has {q.shape[-1]} coordinates, expected {self.latent_dim} "
+                             f"({self.k_network} of the network, {len(self.direct)} direct joints)")
         qf = q.reshape(-1, q.shape[-1])
         decode = self.decoder.points if torch.is_grad_enabled() else getattr(self.decoder, "points_nograd",
                                                                              self.decoder.points)
-        return decode(qf).reshape(qf.shape[0], -1, 3)
+        return decode(qf[:, :self.k_network]).reshape(qf.shape[0], -1, 3), qf[:, self.k_network:]
 
     def _pose(self, q: torch.Tensor, rest: torch.Tensor, groups: dict, clip: bool = False) -> torch.Tensor:
-        x = self._decoded(q)
-        world, _ = self._world(x, clip)
+        x, d = self._decoded(q)
+        world, _ = self._world(x, clip, d)
         rest = rest.detach().to(x)
         out = rest.expand(x.shape[0], *rest.shape).clone()
         for name, idx in groups.items():
@@ -292,7 +337,8 @@ class JointDecoder:
         """q (..., k) -> (..., J) joint values (rad / m) in the order of ``joints`` (fixed joints: 0; ``clip``:
         within the joints' limits)."""
         with torch.no_grad():
-            return self._world(self._decoded(q), clip)[1].reshape(*q.shape[:-1], -1)
+            x, d = self._decoded(q)
+            return self._world(x, clip, d)[1].reshape(*q.shape[:-1], -1)
 
     def __getattr__(self, name):  # faces, part ids, knn transfer, ... of the wrapped decoder
         if name == "decoder":
@@ -325,7 +371,7 @@ class JointStops(NormalPenalty):
         rp = decoder.rest_points.detach().double()
         ii, anchors, normals, parts = [], [], [], []
         for j in decoder.joints:
-            if j.name not in decoder.active or j.parent != decoder.root or not decoder.hold_base \
+            if j.name not in decoder.active + decoder.direct or j.parent != decoder.root or not decoder.hold_base \
                     or j.limits is None or j.type not in ("revolute", "prismatic"):
                 continue
             idx = decoder._points_of[j.child]

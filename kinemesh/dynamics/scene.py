@@ -288,8 +288,8 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
     if joints:  # parts along their joints; the root part held unless --free-base
         from kinemesh.dynamics.joints import JointDecoder
 
-        jd = JointDecoder(decoder, articulation, part_names, hold_base=spec.fixed_base is not False)
-        joints = bool(jd.active)  # no joint can move (parts too small to follow): the base-frame decoder below
+        jd = JointDecoder(decoder, articulation, part_names, hold_base=spec.fixed_base is not False, direct=True)
+        joints = bool(jd.active or jd.direct)  # no joint can move: the base-frame decoder below
     if joints:
         decoder = jd
         names = list(part_names)
