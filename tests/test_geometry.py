@@ -333,3 +333,19 @@ def test_inside_mesh_depth_and_rigid_groups():
               Joint("j3", "fixed", "handle", "knob", (0, 0, 1), (0, 0, 0))]
     assert rigid_groups(ArticulatedObject(parts, joints)) == {"body": "body", "plate": "body", "door": "door",
                                                               "handle": "door", "knob": "door"}
+
+
+def test_sample_surface_gives_every_face_group_its_minimum():
+    """min_per_group: a box of 1e-4 of the area gets 16 of 256 points (by area alone: none), drawn on its own
+    faces; the total stays n, the same seed gives the same samples, and n // groups caps the minimum."""
+    from kinemesh.geometry import sampling
+    from tests.toys import box, merge_meshes
+
+    v, f = merge_meshes(box([0, 0, 0], [1, 1, 1]), box([2, 0, 0], [2.01, 0.01, 0.01]))
+    groups = np.repeat([0, 1], 12)
+    assert (groups[sampling.sample_surface(v, f, 256, seed=0)[1]] == 1).sum() == 0
+    pts, fid, bary = sampling.sample_surface(v, f, 256, seed=0, face_groups=groups, min_per_group=16)
+    assert len(pts) == 256 and (groups[fid] == 1).sum() == 16 and (groups[fid] == 0).sum() == 240
+    assert np.allclose(pts, sampling.points_from_barycentric(v, f, fid, bary)) and (pts[groups[fid] == 1, 0] >= 2).all()
+    assert np.array_equal(fid, sampling.sample_surface(v, f, 256, seed=0, face_groups=groups, min_per_group=16)[1])
+    assert (groups[sampling.sample_surface(v, f, 20, seed=0, face_groups=groups, min_per_group=16)[1]] == 1).sum() == 10

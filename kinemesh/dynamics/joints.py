@@ -29,8 +29,8 @@ network leaves shut) or whose part has fewer than ``MIN_POINTS`` sample points -
 of its own appended to the network's (q = [q_network, d]), as ``kinemesh.dynamics.floating.FloatingDecoder``
 appends rigid-body coordinates: its value is d, its part posed by the same forward kinematics, so its mass,
 forces and stops come from the Lagrangian like any other coordinate; the network keeps every joint it does move.
-Chosen on the real validation split (drag test, 8 objects: parts reaching 80 % of the asked motion 43 -> 76 %;
-docs/results/real.md).
+Chosen on the real validation split (drag test, 8 objects: parts reaching 80 % of the asked motion 43 -> 76 %,
+and 90 % with every part bound with at least ``kinemesh.model.api.PART_POINTS`` sample points; docs/results/real.md).
 
 Prior samples (``kinemesh sample``) use the same decoder on the instance itself (its latent z; the calibration
 then encodes the poses in the full latent space) with the joint values clipped to the joints' limits
@@ -57,10 +57,8 @@ MAX_GAIN = 10.0
 MIN_POINTS = 8
 """A part with fewer sample points is not read from the network (its joint stays at 0, or with ``direct`` has a
 coordinate of its own): the rigid motion of three or four points of a small wheel is too noisy to follow (a
-cart's wheels, 3-4 of 512 points, diverged). Giving every
-part 16 points (a per-part minimum in the surface sampling) was measured and not kept: small parts then had active
-joints but still did not follow (the network does not move them, so their calibration fits noise), with no gain
-on the real validation split (docs/results/real.md)."""
+cart's wheels, 3-4 of 512 points, diverged). An instance bound with part ids gives every part
+``kinemesh.model.api.PART_POINTS`` (16) points, so this applies only when there are more parts than points / 16."""
 
 
 def _rigid_from_anchors(rest: torch.Tensor, now: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

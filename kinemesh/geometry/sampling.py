@@ -19,8 +19,9 @@ def face_areas(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
     return 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
 
 
-def sample_surface(vertices, faces, n: int, seed=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sample ``n`` points uniformly by area on a triangle mesh.
+def sample_surface(vertices, faces, n: int, seed=None, face_groups=None, min_per_group: int = 0
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sample ``n`` points uniformly by area on a triangle mesh, optionally with a minimum per group of faces.
 
     Parameters
     ----------
@@ -28,6 +29,10 @@ def sample_surface(vertices, faces, n: int, seed=None) -> tuple[np.ndarray, np.n
     faces : (M, 3) int, vertex indices.
     n : number of samples.
     seed : None, int or ``np.random.Generator``; the same seed gives the same samples.
+    face_groups : (M,) int group of every face (e.g. the part of its first vertex), or None.
+    min_per_group : every group with area receives at least this many of the ``n`` points (fewer, n // groups,
+        when they do not fit), drawn by area within the group; the remaining points are drawn by area over the
+        whole mesh. A small part (a wheel, a knob) then carries enough points to follow its own rigid motion.
 
     Returns
     -------
@@ -51,10 +56,19 @@ def sample_surface(vertices, faces, n: int, seed=None) -> tuple[np.ndarray, np.n
     total = areas.sum()
     if not np.isfinite(total) or total <= 0.0:
         raise ConfigError("sample_surface: mesh has zero or non-finite surface area")
-    cdf = np.cumsum(areas)
-    cdf /= cdf[-1]
-    face_ids = np.searchsorted(cdf, rng.random(n), side="right")
-    face_ids = np.minimum(face_ids, len(f) - 1)  # guard against round-off at the top of the cdf
+    if face_groups is None or min_per_group <= 0:
+        face_ids = _by_area(areas, n, rng)
+    else:
+        g = np.asarray(face_groups).reshape(-1)
+        if g.shape != (len(f),):
+            raise ConfigError(f"sample_surface: face_groups must be ({len(f)},), got {g.shape}")
+        labels = [x for x in np.unique(g) if areas[g == x].sum() > 0.0]
+        m = min(int(min_per_group), n // max(len(labels), 1))
+        ids = [_by_area(areas, n - m * len(labels), rng)]
+        for x in labels:
+            sel = np.flatnonzero(g == x)
+            ids.append(sel[_by_area(areas[sel], m, rng)])
+        face_ids = rng.permutation(np.concatenate(ids))
     # Uniform point in a triangle: fold the unit square onto the triangle (r1 + r2 <= 1).
     r = rng.random((n, 2))
     flip = r.sum(axis=1) > 1.0
@@ -62,6 +76,13 @@ def sample_surface(vertices, faces, n: int, seed=None) -> tuple[np.ndarray, np.n
     bary = np.column_stack([1.0 - r[:, 0] - r[:, 1], r[:, 0], r[:, 1]])
     points = points_from_barycentric(v, f, face_ids, bary)
     return points, face_ids.astype(np.int64), bary
+
+
+def _by_area(areas: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """(n,) indices into ``areas`` (m,) drawn with probability proportional to area."""
+    cdf = np.cumsum(areas)
+    cdf /= cdf[-1]
+    return np.minimum(np.searchsorted(cdf, rng.random(n), side="right"), len(areas) - 1)  # round-off at the top
 
 
 def points_from_barycentric(vertices, faces, face_ids, bary):

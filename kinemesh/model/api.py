@@ -43,6 +43,10 @@ def mesh_arrays(mesh) -> tuple[np.ndarray, np.ndarray]:
     vertices, faces = mesh
     return np.asarray(vertices, dtype=np.float64), np.asarray(faces, dtype=np.int64)
 
+PART_POINTS = 16
+"""Sample points every part of a mesh bound with part ids receives at least (``sample_surface``'s
+``min_per_group``; fewer when n_points / parts is smaller)."""
+
 
 class NeuralInstanceDecoder:
     """The learned kinematic state space of one mesh (implements ``InstanceDecoder``).
@@ -81,7 +85,13 @@ class NeuralInstanceDecoder:
         self.dtype, self.device = p.dtype, p.device
         self.faces = faces
         self.center, self.scale = normalization(vertices)
-        pts, face_ids, bary = sample_surface(vertices, faces, n_points, seed=seed)
+        groups = part_ids if part_ids is not None else connected_components(len(vertices), faces)
+        groups = np.asarray(groups).reshape(-1)
+        # with part ids, every part gets PART_POINTS of the samples (the rest by area): a wheel or a knob of
+        # 0.5 % of the area would otherwise carry 2-3 of 512 points, too few to follow its joint (issue 16)
+        pts, face_ids, bary = sample_surface(vertices, faces, n_points, seed=seed,
+                                             face_groups=None if part_ids is None else groups[faces[:, 0]],
+                                             min_per_group=PART_POINTS)
         self.face_ids, self.bary = np.asarray(face_ids), np.asarray(bary)
         t = lambda a: torch.as_tensor(np.asarray(a), dtype=self.dtype, device=self.device)  # noqa: E731
         self.rest_points = t(pts)
@@ -95,8 +105,6 @@ class NeuralInstanceDecoder:
         self._vn = t((vertices - self.center) * self.scale)  # normalised vertices (N, 3)
 
         # vertices follow the k nearest sampled points of the same connected component (or part)
-        groups = part_ids if part_ids is not None else connected_components(len(vertices), faces)
-        groups = np.asarray(groups).reshape(-1)
         point_groups = groups[faces[self.face_ids, 0]]
         missing = ~np.isin(groups, point_groups)
         if missing.any():  # components too small to receive a sample follow their nearest point
@@ -261,7 +269,8 @@ class KinematicModel:
                  part_ids=None, kind: str | None = "auto", rigid_parts: bool | None = None) -> NeuralInstanceDecoder:
         """Bind the model to a rest mesh: vertices (n, 3) metres, faces (m, 3) -> ``InstanceDecoder``.
 
-        ``n_points`` surface samples (seeded by ``seed``) carry the deformation; each vertex averages its
+        ``n_points`` surface samples (seeded by ``seed``; with ``part_ids``, at least ``PART_POINTS`` on every
+        part, the rest by area) carry the deformation; each vertex averages its
         ``k`` nearest samples on the same connected component (or the same part when ``part_ids`` (n,) is
         given). ``kind`` picks the calibrated prior (articulated / elastic / cloth; "auto" guesses it from the
         mesh, None = the uncalibrated N(mu_cond, I)); a checkpoint without calibration always uses the
