@@ -214,10 +214,12 @@ class JointDecoder:
         A = torch.zeros_like(R)  # asked values: the probed joint at its value, the others at rest
         for r, (i, v) in enumerate(asked):
             A[r, act.index(i)] = v
-        if self._direct:  # joints whose own poses decode to less than 1 / MAX_GAIN of the asked value (a wheel
-            gain = (A * R).sum(0) / (A * A).sum(0).clamp_min(1e-12)  # spinning about its axis keeps its shape)
-            weak = [c for c in range(len(act)) if abs(float(gain[c])) < 1.0 / MAX_GAIN]  # get coordinates of
-            self._weak = [self.joints[act[c]].name for c in weak]  # their own instead of a noise calibration
+        if self._direct:
+            # joints whose own poses decode to less than 1 / MAX_GAIN of the asked value (a wheel spinning about
+            # its axis keeps its shape) get coordinates of their own instead of a calibration of noise
+            gain = (A * R).sum(0) / (A * A).sum(0).clamp_min(1e-12)
+            weak = [c for c in range(len(act)) if abs(float(gain[c])) < 1.0 / MAX_GAIN]
+            self._weak = [self.joints[act[c]].name for c in weak]
             keep = [c for c in range(len(act)) if c not in weak]
             if not keep:
                 return
