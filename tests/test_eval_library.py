@@ -205,3 +205,30 @@ def test_command_options_are_the_config_fields(config, required):
     p = argparse.ArgumentParser()
     add_config(p, config)
     assert config_from(p.parse_args([f"--{required}", "d"]), config) == config(**{required: "d"})
+
+
+def test_attachment_is_scored_between_joined_parts():
+    """Two doors hinged on a body meet at a seam: opening one 60 deg about its true hinge leaves the other door
+    (a touching pair that no joint connects) but not the body, so it is attached on the joined pairs
+    (``real.joint_pairs``), detached on every touching pair; sliding the door off its hinge detaches it."""
+    from kinemesh.data.articulated import ArticulatedObject, Joint, Part, axis_angle_matrix
+    from tests.toys import box, merge_meshes
+
+    v, f = merge_meshes(box([0.0, 0.0, 0.0], [1.0, 0.5, 1.0]), box([0.0, -0.02, 0.0], [0.5, 0.0, 1.0]),
+                        box([0.5, -0.02, 0.0], [1.0, 0.0, 1.0]))
+    pid = np.repeat([0, 1, 2], 8)
+    parts = [Part(n, v[pid == i], np.zeros((0, 3), np.int64)) for i, n in enumerate(("body", "left", "right"))]
+    obj = ArticulatedObject(parts, [
+        Joint("hinge_l", "revolute", "body", "left", np.array([0.0, 0.0, 1.0]), np.array([0.0, 0.0, 0.0]), (-2, 0)),
+        Joint("hinge_r", "revolute", "body", "right", np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0]), (0, 2))],
+        name="two doors")
+    joined = real.joint_pairs(obj, ["body", "left", "right"])
+    assert joined == [(0, 1), (0, 2)]
+    posed = v.copy()
+    R = axis_angle_matrix(np.array([0.0, 0.0, 1.0]), -np.pi / 3)
+    posed[pid == 1] = v[pid == 1] @ R.T  # the left door opens about its hinge at the origin
+    assert model.attachment(v, posed[None], pid, 1.0, joined)[0] == 1.0
+    assert model.attachment(v, posed[None], pid, 1.0)[0] < 1.0  # the seam opens
+    off = posed.copy()
+    off[pid == 1] += [-0.1, -0.1, 0.0]  # the door leaves its hinge
+    assert model.attachment(v, off[None], pid, 1.0, joined)[0] < 1.0

@@ -53,15 +53,22 @@ def surface_area(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
     return 0.5 * np.linalg.norm(np.cross(t[..., 1, :] - t[..., 0, :], t[..., 2, :] - t[..., 0, :]), axis=-1).sum(-1)
 
 
-def attachment(rest: np.ndarray, posed: np.ndarray, part_ids: np.ndarray, size: float):
-    """(fraction of touching part pairs that stay attached, mean gap increase / size) over posed (S, N, 3)."""
+def attachment(rest: np.ndarray, posed: np.ndarray, part_ids: np.ndarray, size: float, joined=None):
+    """(fraction of touching part pairs that stay attached, mean gap increase / size) over posed (S, N, 3).
+
+    ``joined``: only these (a, b) part pairs (the parts a joint connects, ``kinemesh.eval.real.joint_pairs``)
+    among those touching at rest; None = every pair touching at rest (neighbours that are not joined, such as two
+    doors meeting at a seam, then count as detached when one opens)."""
     from scipy.spatial import cKDTree
 
     ids = [i for i in np.unique(part_ids) if i >= 0]
+    allowed = None if joined is None else {tuple(sorted(map(int, p))) for p in joined}
     pairs = []
     for a_i, a in enumerate(ids):
         ta = cKDTree(rest[part_ids == a])
         for b in ids[a_i + 1:]:
+            if allowed is not None and (int(min(a, b)), int(max(a, b))) not in allowed:
+                continue
             if ta.query(rest[part_ids == b])[0].min() < TOUCH * size:
                 pairs.append((a, b))
     if not pairs:

@@ -10,9 +10,10 @@ PartNet-Mobility input, with its base part held: ``SimulationSpec.fixed_base``).
   pipeline of ``kinemesh simulate --action drag --hold``, NeuROK Sec. 5.3). At the last frame: ``follow`` = the
   motion of the part's best-fit rigid motion (Kabsch) along the asked one (angle about the true axis, or
   translation along it) / the asked motion; ``rest_motion`` = mean displacement of the other vertices / the
-  object's size (longest side of its rest bounding box); ``attached`` = every pair of parts touching at rest
-  stays within 2% of the size (``kinemesh.eval.model.attachment``) and every connected component stays on its
-  part's rigid motion within 2% of the size;
+  object's size (longest side of its rest bounding box); ``attached`` = every pair of parts a joint connects
+  that touch at rest stays within 2% of the size (``kinemesh.eval.model.attachment`` on ``joint_pairs``: two
+  doors meeting at a seam are not joined, and one opening leaves the other) and every connected component stays
+  on its part's rigid motion within 2% of the size;
 - prior samples z ~ the kind's calibrated prior, decoded two ways: by the network itself ("prior", the raw
   network), and as ``kinemesh sample`` writes them ("joint prior": every part along the joints the drags use,
   predicted by default or the URDF's with ``--joints given``, calibrated, joint values clipped to their limits,
@@ -85,6 +86,28 @@ def subtree_mask(obj, part_ids: np.ndarray, child: str, part_names: list[str] | 
     names = set(subtree(parents, child))
     part_names = [p.name for p in obj.parts] if part_names is None else part_names
     return np.isin(part_ids, [i for i, n in enumerate(part_names) if n in names])
+
+
+def joint_pairs(obj, part_names: list[str]) -> list[tuple[int, int]]:
+    """(parent, child) part indices (sorted pairs) of every movable joint of ``obj``: the parts a joint connects,
+    whose attachment the drag test and the prior samples score (a link welded by a fixed joint, or without
+    geometry, counts as the part it hangs from)."""
+    from kinemesh.geometry.validity import rigid_groups
+
+    group, up = rigid_groups(obj), {j.child: j.parent for j in obj.joints}
+    index = {n: i for i, n in enumerate(part_names)}
+
+    def part(name):
+        while name is not None:
+            name = group.get(name, name)
+            if name in index:
+                return index[name]
+            name = up.get(name)
+        return None
+
+    pairs = {tuple(sorted((part(j.parent), part(j.child)))) for j in obj.movable_joints
+             if part(j.parent) is not None and part(j.child) is not None and part(j.parent) != part(j.child)}
+    return sorted(pairs)
 
 
 def asked_motion(joint) -> float:
@@ -169,11 +192,12 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
         q = torch.randn(cfg.samples, b.decoder.latent_dim, generator=torch.Generator().manual_seed(cfg.seed),
                         dtype=torch.float64).to(b.decoder.mu_cond.dtype)
         reduced = b.decoder.vertices(q).double().numpy()
-    row["prior_attached"] = attachment(v, samples, pid, size)[0]
+    joined = joint_pairs(obj, wm.part_names)  # attachment is scored between the parts a joint connects
+    row["prior_attached"] = attachment(v, samples, pid, size, joined)[0]
     row["prior_rigidity"] = metrics.within_part_rigidity(v, samples, pid, seed=cfg.seed)
-    row["joint_prior_attached"] = attachment(v, joint_samples, pid, size)[0]
+    row["joint_prior_attached"] = attachment(v, joint_samples, pid, size, joined)[0]
     row["joint_prior_rigidity"] = metrics.within_part_rigidity(v, joint_samples, pid, seed=cfg.seed)
-    row["reduced_attached"] = attachment(v, reduced, pid, size)[0]
+    row["reduced_attached"] = attachment(v, reduced, pid, size, joined)[0]
     for j in obj.movable_joints:
         moving = subtree_mask(obj, pid, j.child, wm.part_names)
         if moving.sum() < 3 or moving.all():
@@ -201,7 +225,7 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
             "joint": j.name, "type": j.type, "asked": asked, "vertex": vid,
             "follow": followed(v[moving], last[moving], j, asked),
             "rest_motion": float(np.linalg.norm(last[~moving] - v[~moving], axis=1).mean() / size),
-            "parts_attached": attachment(v, last[None], pid, size)[0],
+            "parts_attached": attachment(v, last[None], pid, size, joined)[0],
             "component_offset": component_detachment(v, last, pid, comps, size),
             "dragged_vertex_error": float(np.linalg.norm(last[vid] - target) / size)})
         d = row["drags"][-1]
