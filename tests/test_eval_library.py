@@ -232,3 +232,14 @@ def test_attachment_is_scored_between_joined_parts():
     off = posed.copy()
     off[pid == 1] += [-0.1, -0.1, 0.0]  # the door leaves its hinge
     assert model.attachment(v, off[None], pid, 1.0, joined)[0] < 1.0
+    # between surfaces: a plate lying on the body's top face, 0.2 from its corners, slides 0.3 along it: by vertices
+    # the pair is not even seen touching (nan); its surfaces touch and keep touching; lifted 0.1 it is detached
+    plate_v, plate_f = box([0.2, 0.1, 1.0], [0.3, 0.2, 1.01])
+    v2, f2 = merge_meshes(box([0.0, 0.0, 0.0], [1.0, 0.5, 1.0]), (plate_v, plate_f))
+    pid2 = np.repeat([0, 1], 8)
+    slid = v2.copy()
+    slid[pid2 == 1] += [0.3, 0.0, 0.0]
+    assert np.isnan(model.attachment(v2, slid[None], pid2, 3.0, [(0, 1)])[0])  # tolerances 6 cm
+    assert model.attachment(v2, slid[None], pid2, 3.0, [(0, 1)], faces=f2)[0] == 1.0
+    slid[pid2 == 1] += [0.0, 0.0, 0.1]
+    assert model.attachment(v2, slid[None], pid2, 3.0, [(0, 1)], faces=f2)[0] == 0.0

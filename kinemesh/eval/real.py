@@ -11,7 +11,8 @@ PartNet-Mobility input, with its base part held: ``SimulationSpec.fixed_base``).
   motion of the part's best-fit rigid motion (Kabsch) along the asked one (angle about the true axis, or
   translation along it) / the asked motion; ``rest_motion`` = mean displacement of the other vertices / the
   object's size (longest side of its rest bounding box); ``attached`` = every pair of parts a joint connects
-  that touch at rest stays within 2% of the size (``kinemesh.eval.model.attachment`` on ``joint_pairs``: two
+  that touch at rest stays within 2% of the size, measured between their surfaces
+  (``kinemesh.eval.model.attachment`` on ``joint_pairs``: two
   doors meeting at a seam are not joined, and one opening leaves the other) and every connected component stays
   on its part's rigid motion within 2% of the size;
 - prior samples z ~ the kind's calibrated prior, decoded two ways: by the network itself ("prior", the raw
@@ -193,11 +194,11 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
                         dtype=torch.float64).to(b.decoder.mu_cond.dtype)
         reduced = b.decoder.vertices(q).double().numpy()
     joined = joint_pairs(obj, wm.part_names)  # attachment is scored between the parts a joint connects
-    row["prior_attached"] = attachment(v, samples, pid, size, joined)[0]
+    row["prior_attached"] = attachment(v, samples, pid, size, joined, f)[0]
     row["prior_rigidity"] = metrics.within_part_rigidity(v, samples, pid, seed=cfg.seed)
-    row["joint_prior_attached"] = attachment(v, joint_samples, pid, size, joined)[0]
+    row["joint_prior_attached"] = attachment(v, joint_samples, pid, size, joined, f)[0]
     row["joint_prior_rigidity"] = metrics.within_part_rigidity(v, joint_samples, pid, seed=cfg.seed)
-    row["reduced_attached"] = attachment(v, reduced, pid, size, joined)[0]
+    row["reduced_attached"] = attachment(v, reduced, pid, size, joined, f)[0]
     for j in obj.movable_joints:
         moving = subtree_mask(obj, pid, j.child, wm.part_names)
         if moving.sum() < 3 or moving.all():
@@ -225,7 +226,7 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
             "joint": j.name, "type": j.type, "asked": asked, "vertex": vid,
             "follow": followed(v[moving], last[moving], j, asked),
             "rest_motion": float(np.linalg.norm(last[~moving] - v[~moving], axis=1).mean() / size),
-            "parts_attached": attachment(v, last[None], pid, size, joined)[0],
+            "parts_attached": attachment(v, last[None], pid, size, joined, f)[0],
             "component_offset": component_detachment(v, last, pid, comps, size),
             "dragged_vertex_error": float(np.linalg.norm(last[vid] - target) / size)})
         d = row["drags"][-1]
