@@ -160,15 +160,13 @@ class JointDecoder:
         if calibrate:
             self._calibrate()
         if self._direct:
-            self.direct = [j.name for j in self.joints if j.movable and j.child in self._points_of
-                           and (j.name not in self.active or j.name in self._weak)]
-            for name in self.direct:
-                i = [j.name for j in self.joints].index(name)
-                self.calibration[i, :] = 0.0
-                self.calibration[:, i] = 0.0
-            m = len(self.direct)
-            self._direct_index = torch.as_tensor([[j.name for j in self.joints].index(n) for n in self.direct],
-                                                 dtype=torch.int64)
+            idx = [i for i, j in enumerate(self.joints) if j.movable and j.child in self._points_of
+                   and (j.name not in self.active or j.name in self._weak)]
+            self.direct = [self.joints[i].name for i in idx]
+            self._direct_index = torch.as_tensor(idx, dtype=torch.int64)
+            self.calibration[self._direct_index, :] = 0.0
+            self.calibration[:, self._direct_index] = 0.0
+            m = len(idx)
             self.latent_dim = self.k_network + m
             self.mu_cond = torch.cat([self.mu_cond, torch.zeros(m, dtype=self.mu_cond.dtype,
                                                                 device=self.mu_cond.device)])

@@ -106,8 +106,11 @@ def joint_pairs(obj, part_names: list[str]) -> list[tuple[int, int]]:
             name = up.get(name)
         return None
 
-    pairs = {tuple(sorted((part(j.parent), part(j.child)))) for j in obj.movable_joints
-             if part(j.parent) is not None and part(j.child) is not None and part(j.parent) != part(j.child)}
+    pairs = set()
+    for j in obj.movable_joints:
+        a, b = part(j.parent), part(j.child)
+        if a is not None and b is not None and a != b:
+            pairs.add((min(a, b), max(a, b)))
     return sorted(pairs)
 
 
