@@ -226,6 +226,32 @@ def _knob_cabinet():
     return v, f, pid, art
 
 
+class _Turning:
+    """A decoder of ``_knob_cabinet``'s instance ``inst`` turning the knob by z[..., 0] rad (and sliding it 5 mm per
+    rad off its axis, as the network drifts on real objects); float64."""
+
+    def __init__(self, inst):
+        self.mu_cond, self.latent_dim = torch.zeros(2, dtype=torch.float64), 2
+        self.rest_points, self.rest_vertices = inst.rest_points.double(), inst.rest_vertices.double()
+        self.point_groups, self.vertex_groups = inst.point_groups, inst.vertex_groups
+
+    def _turn(self, rest, groups, z):
+        from kinemesh.dynamics.joints import _axis_rotation
+
+        R = _axis_rotation(torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64), z[..., 0])
+        o = torch.tensor([0.41, 0.0, 0.3], dtype=torch.float64)
+        knob = torch.as_tensor(np.asarray(groups) == 1)
+        x = rest.expand(*z.shape[:-1], *rest.shape).clone()
+        x[..., knob, :] = (rest[knob] - o) @ R.transpose(-1, -2) + o + 0.005 * z[..., :1, None]
+        return x
+
+    def points(self, z):
+        return self._turn(self.rest_points, self.point_groups, z)
+
+    def vertices(self, z):
+        return self._turn(self.rest_vertices, self.vertex_groups, z)
+
+
 def test_a_small_part_follows_its_joint_and_samples_clip_to_limits():
     """A knob of 1.6 % of the area (enough sample points): JointDecoder moves it (it is active) and poses it
     exactly on its joint at the value a decoder turning it (and drifting it off its axis) decodes;
@@ -236,28 +262,7 @@ def test_a_small_part_follows_its_joint_and_samples_clip_to_limits():
     inst = moving_model().instance(v, f, n_points=1024, part_ids=pid, kind="articulated")
     assert np.bincount(inst.point_groups).tolist()[1] >= MIN_POINTS
 
-    class Turning:  # z[..., 0] = the knob's angle; the knob also slides 5 mm per rad off its axis
-        mu_cond, latent_dim = torch.zeros(2, dtype=torch.float64), 2
-        rest_points, rest_vertices = inst.rest_points.double(), inst.rest_vertices.double()
-        point_groups, vertex_groups = inst.point_groups, inst.vertex_groups
-
-        def _turn(self, rest, groups, z):
-            from kinemesh.dynamics.joints import _axis_rotation
-
-            R = _axis_rotation(torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64), z[..., 0])
-            o = torch.tensor([0.41, 0.0, 0.3], dtype=torch.float64)
-            knob = torch.as_tensor(np.asarray(groups) == 1)
-            x = rest.expand(*z.shape[:-1], *rest.shape).clone()
-            x[..., knob, :] = (rest[knob] - o) @ R.transpose(-1, -2) + o + 0.005 * z[..., :1, None]
-            return x
-
-        def points(self, z):
-            return self._turn(self.rest_points, self.point_groups, z)
-
-        def vertices(self, z):
-            return self._turn(self.rest_vertices, self.vertex_groups, z)
-
-    dec = Turning()
+    dec = _Turning(inst)
     jd = JointDecoder(dec, art, ["body", "knob"], calibrate=False)
     assert jd.active == ["turn"]
     z = torch.tensor([[0.7, 0.0], [-0.3, 0.0], [1.6, 0.0]], dtype=torch.float64)
@@ -337,3 +342,28 @@ def test_joints_the_network_does_not_move_get_coordinates_of_their_own():
         assert torch.allclose(J[..., i], fd, atol=1e-6) and fd.abs().max() > 0.1
     with pytest.raises(ValueError, match="expected 6"):
         jd.points(q[:4])
+
+
+def test_handles_of_a_joint_decoder_carry_their_vertex_exactly():
+    """A dragged vertex on the rim of a turning knob: ``make_handles`` on a JointDecoder follows the posed vertex
+    exactly (affine weights over the knob's points, float64), where inverse-distance weights of its nearest
+    points fall short of a rim vertex (they average the displacements of points nearer the axis)."""
+    from kinemesh.dynamics.joints import JointDecoder
+    from kinemesh.dynamics.system import make_handles
+
+    v, f, pid, art = _knob_cabinet()
+    inst = moving_model().instance(v, f, n_points=1024, part_ids=pid, kind="articulated")
+    jd = JointDecoder(_Turning(inst), art, ["body", "knob"], calibrate=False)
+    rim = int(np.flatnonzero(pid == 1)[np.argmax(np.linalg.norm(v[pid == 1][:, 1:] - [0.0, 0.3], axis=1))])
+    q = torch.tensor([1.0, 0.0], dtype=torch.float64)  # the knob turned by 1 rad
+    with torch.no_grad():
+        x, posed = jd.points(q), jd.vertices(q)[rim]
+    h = make_handles(jd, [rim])
+    assert torch.allclose(h.positions(x, jd.rest_points.double())[0], posed, atol=1e-9)
+    assert float(torch.linalg.norm(posed - torch.as_tensor(v[rim]))) > 0.05  # it moved
+    from kinemesh.geometry.transfer import knn_weights  # the transfer it replaces falls short
+
+    i, w = knn_weights(jd.rest_points.double().numpy(), v[rim:rim + 1], k=4, point_groups=inst.point_groups,
+                       vertex_groups=pid[rim:rim + 1])
+    idw = (torch.as_tensor(w)[0, :, None] * (x[i[0]] - jd.rest_points.double()[i[0]])).sum(0) + torch.as_tensor(v[rim])
+    assert float(torch.linalg.norm(idw - posed)) > 1e-3

@@ -222,3 +222,23 @@ def test_drag_metrics_on_known_motions():
              "prior_attached": 1.0, "prior_rigidity": 0.002, "seconds": 1.0}]
     s = summarize(rows)
     assert s["follow_share"] == 0.5 and s["rest_motion"] == pytest.approx(0.02) and s["attached"] == 0.5
+
+
+def test_drag_joints_drag_a_screw_cap_once():
+    """A screw cap (PartNet-Mobility: body -> prismatic -> helper link without geometry -> continuous -> cap) is one
+    movable part: the drag test drags it along its turn only; a slide into a link without geometry that carries
+    nothing movable (a merged link) stays a drag."""
+    from kinemesh.data.articulated import ArticulatedObject, Joint, Part
+    from kinemesh.eval.real import drag_joints
+
+    bv, bf = box([0, 0, 0], [1, 1, 1])
+    cv, cf = box([0.4, 0.4, 1.0], [0.6, 0.6, 1.1])
+    empty = (np.zeros((0, 3)), np.zeros((0, 3), np.int64))
+    screw = ArticulatedObject([Part("body", bv, bf), Part("helper", *empty), Part("cap", cv, cf)], [
+        Joint("lift", "prismatic", "body", "helper", (0, 0, 1), (0, 0, 0), (0.0, 0.05)),
+        Joint("turn", "continuous", "helper", "cap", (0, 0, 1), (0.5, 0.5, 0), None)])
+    assert [j.name for j in drag_joints(screw)] == ["turn"]
+    slide = ArticulatedObject([Part("body", bv, bf), Part("helper", *empty), Part("cap", cv, cf)], [
+        Joint("lift", "prismatic", "body", "helper", (0, 0, 1), (0, 0, 0), (0.0, 0.05)),
+        Joint("weld", "fixed", "helper", "cap", (0, 0, 1), (0, 0, 0), None)])
+    assert [j.name for j in drag_joints(slide)] == ["lift"]

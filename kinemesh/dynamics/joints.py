@@ -55,6 +55,7 @@ CALIBRATION_TURN = 0.5 * np.pi
 MAX_GAIN = 10.0
 """Largest singular value of the joint calibration (module docstring)."""
 MIN_POINTS = 8
+HANDLE_POINTS = 12  # sample points carrying a dragged / poked vertex of a part (``JointDecoder.handle_weights``)
 """A part with fewer sample points is not read from the network (its joint stays at 0, or with ``direct`` has a
 coordinate of its own): the rigid motion of three or four points of a small wheel is too noisy to follow (a
 cart's wheels, 3-4 of 512 points, diverged). An instance bound with part ids gives every part
@@ -337,6 +338,37 @@ class JointDecoder:
         with torch.no_grad():
             x, d = self._decoded(q)
             return self._world(x, clip, d)[1].reshape(*q.shape[:-1], -1)
+
+    def handle_weights(self, vertex_ids, k: int = HANDLE_POINTS) -> tuple[np.ndarray, np.ndarray]:
+        """(idx (h, k), w (h, k)): sample points and weights that carry mesh vertices ``vertex_ids`` (h,) exactly
+        (:class:`kinemesh.dynamics.system.Handles`). Every part moves rigidly, so its displacement is an affine
+        function of the rest position, reproduced exactly by weights with sum 1 and sum w_j p_j = v over the
+        vertex's part's ``k`` nearest sample points p_j (least norm; parts with fewer points are padded with
+        zero weights). Inverse-distance weights of nearby points instead average their displacements, which falls
+        short for a vertex outside its neighbours' hull: a knob's rim vertex dragged 60 deg reached 10 % of the
+        way. Vertices of no part keep the wrapped decoder's transfer."""
+        from kinemesh.geometry.transfer import knn_weights
+
+        ids = np.asarray(vertex_ids, dtype=np.int64).reshape(-1)
+        rp = self.decoder.rest_points.detach().double().cpu().numpy()
+        rv = self.decoder.rest_vertices.detach().double().cpu().numpy()[ids]
+        idx, w = np.zeros((len(ids), k), np.int64), np.zeros((len(ids), k))
+        for h, vid in enumerate(ids):
+            part = next((n for n, vi in self._vertices_of.items() if n in self._points_of and bool((vi == vid).any())),
+                        None)
+            if part is None:
+                i, wt = knn_weights(rp, rv[h:h + 1], k=k)
+                idx[h], w[h] = i[0], wt[0]
+                continue
+            pts = self._points_of[part].numpy()
+            near = pts[np.argsort(np.linalg.norm(rp[pts] - rv[h], axis=1))[:k]]
+            rel = rp[near] - rv[h]
+            rel = rel / max(float(np.linalg.norm(rel, axis=1).max()), 1e-12)  # O(1) rows: rcond drops only
+            A = np.vstack([rel.T, np.ones(len(near))])  # directions the points do not span (a flat panel's normal)
+            sol = np.linalg.lstsq(A, np.array([0.0, 0.0, 0.0, 1.0]), rcond=1e-3)[0]  # sum w (p - v) = 0, sum w = 1
+            idx[h, :len(near)], w[h, :len(near)] = near, sol
+            idx[h, len(near):] = near[0]
+        return idx, w
 
     def __getattr__(self, name):  # faces, part ids, knn transfer, ... of the wrapped decoder
         if name == "decoder":

@@ -73,7 +73,8 @@ class Handles:
 def make_handles(decoder, vertex_ids, k: int = 4) -> Handles:
     """Handles for mesh vertices ``vertex_ids`` (h,) of ``decoder`` (an InstanceDecoder).
 
-    Uses the decoder's own vertex->point transfer (``knn_idx``, ``knn_w``) when it has one, else the ``k``
+    Uses the decoder's ``handle_weights`` when it has them (``JointDecoder``: exact for parts posed rigidly),
+    else its own vertex->point transfer (``knn_idx``, ``knn_w``) when it has one, else the ``k``
     nearest rest points (restricted to the vertex's part when the decoder exposes ``point_groups`` and
     ``vertex_groups``/``vertex_part``) with inverse-distance weights.
 
@@ -94,7 +95,11 @@ def make_handles(decoder, vertex_ids, k: int = 4) -> Handles:
     ids = ids.astype(np.int64)
     knn_idx = getattr(decoder, "knn_idx", None)
     knn_w = getattr(decoder, "knn_w", None)
-    if knn_idx is not None and knn_w is not None:
+    exact = getattr(decoder, "handle_weights", None)
+    if exact is not None:  # parts posed rigidly along joints: weights that carry the vertex exactly
+        i, wt = exact(ids)
+        idx, w = torch.as_tensor(i, dtype=torch.int64), torch.as_tensor(wt, dtype=torch.float64)
+    elif knn_idx is not None and knn_w is not None:
         idx = torch.as_tensor(np.asarray(knn_idx)[ids], dtype=torch.int64)
         w = torch.as_tensor(np.asarray(knn_w)[ids], dtype=torch.float64)
     else:

@@ -4,9 +4,9 @@ Every object (a URDF / PartNet-Mobility folder) is bound to the model with its l
 (``kinemesh.geometry.segments``, ``kinemesh.reduce.bind``; articulated, as ``kinemesh simulate`` takes a URDF /
 PartNet-Mobility input, with its base part held: ``SimulationSpec.fixed_base``). Then:
 
-- drag test (issue 16): for every movable joint, the vertex of the moving part (the joint's child and the
-  parts below it) farthest from the TRUE axis is dragged along the true motion, 60 deg about the axis (or the
-  joint's range if smaller), or 50% of a slide's travel, with the latent dynamics and a holding spring (the
+- drag test (issue 16): for every movable part (its joint, ``drag_joints``), the vertex of the moving part (the
+  joint's child and the parts below it) farthest from the TRUE axis is dragged along the true motion, 60 deg
+  about the axis (or the joint's range if smaller), or 50% of a slide's travel, with the latent dynamics and a holding spring (the
   pipeline of ``kinemesh simulate --action drag --hold``, NeuROK Sec. 5.3). At the last frame: ``follow`` = the
   motion of the part's best-fit rigid motion (Kabsch) along the asked one (angle about the true axis, or
   translation along it) / the asked motion; ``rest_motion`` = mean displacement of the other vertices / the
@@ -114,6 +114,14 @@ def joint_pairs(obj, part_names: list[str]) -> list[tuple[int, int]]:
     return sorted(pairs)
 
 
+def drag_joints(obj) -> list:
+    """The movable joints the drag test drags: one per movable part. A joint into a link without geometry that
+    carries the part on a movable joint of its own (the helper link of a screw cap: prismatic, then continuous)
+    is left out; the part is dragged along the joint it hangs from, the turn, as the articulation scores it."""
+    below = {j.parent for j in obj.movable_joints}
+    return [j for j in obj.movable_joints if len(obj.part(j.child).vertices) or j.child not in below]
+
+
 def asked_motion(joint) -> float:
     """The drag's asked joint value: +-60 deg (within the limits, to the side with more room) or half a slide's
     travel, in rad or m."""
@@ -202,7 +210,7 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
     row["joint_prior_attached"] = attachment(v, joint_samples, pid, size, joined, f)[0]
     row["joint_prior_rigidity"] = metrics.within_part_rigidity(v, joint_samples, pid, seed=cfg.seed)
     row["reduced_attached"] = attachment(v, reduced, pid, size, joined, f)[0]
-    for j in obj.movable_joints:
+    for j in drag_joints(obj):
         moving = subtree_mask(obj, pid, j.child, wm.part_names)
         if moving.sum() < 3 or moving.all():
             continue
