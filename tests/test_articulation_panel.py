@@ -134,3 +134,18 @@ def test_root_of_a_cart_is_its_body():
     base = _part("base", ([-0.1, -0.1, 0.0], [0.1, 0.1, 0.05]))
     shade = _part("shade", ([-0.15, -0.15, 0.05], [0.15, 0.15, 0.25]))
     assert part_tree([shade, base])[0] == "base"
+
+
+def test_floating_knobs_hang_from_the_body_a_floating_handle_from_its_door():
+    """A real oven's knobs float a few cm off its front, nearer each other (3.5 cm) than the body (6 cm): each hangs
+    from the body, not from the knob beside it (``FLOAT_BIG``); a handle 1.5 cm off its door (4 cm from the
+    body) still hangs from the door."""
+    body = _part("body", ([0.0, -0.4, 0.0], [0.5, 0.4, 0.8]))
+    knobs = [_part(f"knob_{i}", ([-0.1, y - 0.03, 0.65], [-0.06, y + 0.03, 0.71]))
+             for i, y in enumerate((-0.15, -0.055, 0.04, 0.135))]
+    root, parents, _ = part_tree([body, *knobs])
+    assert root == "body" and all(parents[k.name] == "body" for k in knobs)
+    door = _part("door", ([-0.025, -0.4, 0.0], [-0.005, 0.4, 0.6]))
+    handle = _part("handle", ([-0.08, -0.2, 0.5], [-0.04, 0.2, 0.52]))
+    root, parents, _ = part_tree([body, door, handle])
+    assert parents == {"door": "body", "handle": "door"}

@@ -38,6 +38,7 @@ CLASSES = ("fixed", "revolute", "prismatic")
 ORIGIN_CELLS = 3  # decoding: origin cells per axis class tried by the validity check
 CONTACT_TOL = 0.02  # pivot snap: contact = part samples within (closest approach + this x object size) of the parent
 CONTACT_COMPACT = 0.5  # pivot snap: contact counts as compact when its extent across the axis is <= this x the part's
+FLOAT_BIG = 0.5  # part tree: a part touching nothing weighs its distance to a small neighbour up to 1 + this more
 ROOT_ABOVE_WHEELS = 10.0  # part tree: a part this many times the box volume of every grounded part is the root
 PANEL_THIN = 0.35  # panel hinge: a part is a panel when its thinnest box side is <= this x its middle side
 STRIP = (0.7, 0.3, 0.6)  # panel hinge: contact strip = extent along an edge >= [0], across <= [1], centroid >= [2]
@@ -89,7 +90,8 @@ def part_tree(parts: list[Part], n_samples: int = 400, seed: int = 0) -> tuple[s
 
     Root = largest box volume among the parts reaching the object's bottom, or a part ``ROOT_ABOVE_WHEELS`` x
     bigger than all of them (a cart's body on its wheels). Parents come from the minimum spanning tree of
-    part-to-part distances (surface samples, k-d tree), oriented away from the root.
+    part-to-part distances (surface samples, k-d tree), oriented away from the root, with bigger neighbours
+    preferred (for a part touching nothing, more: ``FLOAT_BIG``).
     """
     from scipy.sparse.csgraph import breadth_first_order, minimum_spanning_tree
     from scipy.spatial import cKDTree
@@ -123,10 +125,14 @@ def part_tree(parts: list[Part], n_samples: int = 400, seed: int = 0) -> tuple[s
             d = float(trees[j].query(pts[i], k=1)[0].min())
             D[i, j] = D[j, i] = d
     # Touching (within tol) counts as contact; among contacts prefer the bigger neighbour as the parent
-    # (drawers touch each other and the carcass: the carcass wins; a handle touches only its door).
+    # (drawers touch each other and the carcass: the carcass wins; a handle touches only its door). A part
+    # touching nothing (a real oven's knobs float a few cm off its panel, nearer each other than the body)
+    # prefers the bigger neighbour more: its distances to smaller parts count up to 1 + FLOAT_BIG x longer.
     tol = 0.015 * size
-    big = np.maximum(vols[:, None], vols[None, :]) / vols[root]
-    W = np.maximum(D, tol) + tol * (1.0 - np.minimum(big, 1.0))
+    small = 1.0 - np.minimum(np.maximum(vols[:, None], vols[None, :]) / vols[root], 1.0)
+    floating = np.sort(D, axis=1)[:, 1] > tol if n > 1 else np.zeros(n, bool)  # column 0: itself
+    far = np.where(floating[:, None] | floating[None, :], 1.0 + FLOAT_BIG * small, 1.0)
+    W = np.maximum(D, tol) * far + tol * small
     np.fill_diagonal(W, 0)
     mst = minimum_spanning_tree(W)
     mst = mst + mst.T
