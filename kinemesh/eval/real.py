@@ -166,6 +166,22 @@ def component_detachment(rest: np.ndarray, posed: np.ndarray, part_ids: np.ndarr
     return worst / size
 
 
+def predicted_full(path: Path, seed: int = 0):
+    """The articulation predicted from the static shape of the object in ``path`` as ``kinemesh simulate`` loads it
+    (``load_segmented``, its default vertex budget; ``kinemesh.articulation.probes.predicted_object``), or None
+    when it has fewer than two parts with geometry."""
+    from kinemesh.articulation.probes import predicted_object
+    from kinemesh.geometry.segments import load_segmented
+
+    wf = load_segmented(path)
+    try:
+        return predicted_object(np.asarray(wf.mesh.vertices), np.asarray(wf.mesh.faces), wf.part_ids, wf.part_names,
+                                seed=seed)
+    except KinemeshError as exc:
+        log.info("%s: no articulation (%s)", path.name, exc)
+        return None
+
+
 def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
     """The drag-test and prior-sample row of one object (see module doc)."""
     import torch
@@ -189,9 +205,13 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
     comps = connected_components(len(v), f)
     kind = "articulated" if obj.movable_joints else resolve_kind("auto", v, f, pid)  # as kinemesh simulate
     # reduced coordinates from motion probes along joints predicted from the static shape (default: the true
-    # joints then only ask for the drags and score them) or given by the URDF (cfg.joints)
-    probes, joints_from, art = motion_probes(v, f, pid, wm.part_names, obj if cfg.joints == "given" else None,
-                                             seed=cfg.seed) if kind == "articulated" else (None, "-", None)
+    # joints then only ask for the drags and score them) or given by the URDF (cfg.joints). Joints are predicted
+    # on the object as `kinemesh simulate` loads it (50k-vertex budget): --max-vertices only makes the dynamics
+    # cheaper (predicted at 5000 vertices a dishwasher's door read 90 deg off)
+    joints = obj if cfg.joints == "given" or kind != "articulated" else predicted_full(path, seed=cfg.seed)
+    probes, joints_from, art = motion_probes(v, f, pid, wm.part_names, joints, seed=cfg.seed) \
+        if kind == "articulated" else (None, "-", None)
+    joints_from = cfg.joints if joints is not None and art is not None else joints_from
     b = bind(v, f, model, kind=kind, part_ids=pid, reduction=ReductionConfig(k_q=8), n_points=cfg.points,
              seed=cfg.seed, probes=probes)
     row = {"object": path.name, "category": obj.category, "kind": b.kind, "vertices": len(v),
