@@ -56,17 +56,19 @@ def _finite(*ts) -> bool:
     return all(bool(torch.isfinite(t).all()) for t in ts)
 
 
-def stiffness_matrix(system: System, q: torch.Tensor, J: torch.Tensor) -> torch.Tensor:
+def stiffness_matrix(system: System, q: torch.Tensor, J: torch.Tensor | None,
+                     hj: list | None = None) -> torch.Tensor:
     """Gauss-Newton approximation of d2V/dq2 (k, k): latent spring + barrier + J_h^T k_s J_h of the springs
-    (gravity and curvature terms left out). Used only to precondition the implicit solve."""
+    (gravity and curvature terms left out), the handle Jacobians from J (k, P, 3) or given as ``hj`` (per
+    spring (k, h, 3)). Used only to precondition the implicit solve."""
     k = q.shape[0]
     K = torch.diag(system.stiffness * system.latent)
     if system.barrier_stiffness:
         d = q - system.prior_mean
         excess = (d.abs() - system.barrier_radius).clamp_min(0.0) * system.latent
         K = K + torch.diag(2.0 * system.barrier_stiffness * excess)
-    for s in system.springs:
-        Jh = s.handles.jacobian(J).reshape(k, -1)
+    for i, s in enumerate(system.springs):
+        Jh = (s.handles.jacobian(J) if hj is None else hj[i]).reshape(k, -1)
         K = K + s.stiffness * Jh @ Jh.T
     return K
 
@@ -143,7 +145,7 @@ def step_midpoint(system: System, state: State, dt: float, tol: float = 1e-6, ma
         qm = q0 + 0.25 * dt * (v0 + v1)
         am, kin, M = acceleration(system, qm, 0.5 * (v0 + v1), t0 + 0.5 * dt, return_kinematics=True, local=local)
         R = v1 - v0 - dt * am
-        K = stiffness_matrix(system, qm, kin.J)
+        K = stiffness_matrix(system, qm, kin.J, kin.hj)
         if system.damping_stiffness and system.stiffness:
             K_d = system.damping_stiffness * system.stiffness * torch.diag(system.latent)
         else:
@@ -151,9 +153,10 @@ def step_midpoint(system: System, state: State, dt: float, tol: float = 1e-6, ma
         if C is None:
             vm = 0.5 * (v0 + v1)
             C = velocity_coupling(system, qm, vm, kin=kin) if local is None else local.coupling(system, qm, vm)
-        K_c, C_c = contact_matrices(system, kin.x, kin.xd, kin.J)
-        A = (M + 0.25 * dt * dt * (K + K_c)
-             + 0.5 * dt * (system.damping_mass * damping_matrix(system, M) + K_d + C + C_c))
+        A = M + 0.25 * dt * dt * K + 0.5 * dt * (system.damping_mass * damping_matrix(system, M) + K_d + C)
+        if kin.J is not None:  # (the reduced local path has no contact forces)
+            K_c, C_c = contact_matrices(system, kin.x, kin.xd, kin.J)
+            A = A + 0.25 * dt * dt * K_c + 0.5 * dt * C_c
         dv = -torch.linalg.solve(A, M @ R)
         if not _finite(dv):
             raise StepRejected("non-finite state")
@@ -319,8 +322,7 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
                         raise
                     except StepRejected as exc:  # the model's solve failed: smaller pieces, then the network's steps
                         raise ModelDisagrees(f"local step failed ({exc})") from None
-                    kin = model.kinematics(s.q, s.qd)
-                    e = energies(system, s, kin.x, kin.xd)
+                    e = model.energies(system, s)
                 else:
                     if exact:  # the network's own steps need only the exact integrator's substeps, not the
                         n_sub = max(n_cfl, n_guard)  # local retries' doubled ones

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 from torch.func import jvp
 
-from kinemesh.dynamics.eom import Kinematics, decoder_dtype
+from kinemesh.dynamics.eom import Kinematics, decoder_dtype, latent_forces, latent_potential
 from kinemesh.dynamics.system import System
 
 
@@ -51,6 +51,16 @@ class LocalModel:
     def __post_init__(self):
         k = self.J.shape[0]
         self._Jf, self._Gf = self.J.reshape(k, -1), self.G.reshape(len(self.U) * k, self.x.numel())  # (k | r k, 3P)
+        self._red = None  # (system, Reduced) of the last ``reduced`` call
+
+    def reduced(self, system: System) -> Reduced | None:
+        """The model's :class:`Reduced` tensors for ``system`` (built once), or None when a force of the system
+        needs every point's position each evaluation (floor or part contacts, joint stops)."""
+        if self._red is not None and self._red[0] is system:
+            return self._red[1]
+        red = None if any(hasattr(f, "contact_forces") for f in system.forces) else Reduced.build(self, system)
+        self._red = (system, red)
+        return red
 
     def _coef(self, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(C (k, r k), s = U v (r,), e = v - U^T s (k,)) with H~[e_j, v] = sum_{r, i} C[j, (r, i)] G[r, i]:
@@ -80,8 +90,22 @@ class LocalModel:
 
     def coupling(self, system: System, q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """C = d/dqd [J^T diag(m) H~[qd, qd]] = 2 J^T diag(m) H~[., v] (k, k) of the model at (q, v)."""
+        red = self.reduced(system)
+        if red is not None:  # 2 A_J(q) Gram A_H(v)^T, A_H(v) = [0 | 0 | C(v)]
+            Cv = self._coef(v.double())[0]
+            return 2.0 * red.jacobian_coef(q) @ red.gram[:, red.nb - Cv.shape[1]:] @ Cv.T
         Hv = (self._coef(v.double())[0] @ self._Gf).reshape(self.J.shape)
         return 2.0 * torch.einsum("ipc,p,jpc->ij", self.kinematics(q).J, system.point_mass, Hv)
+
+    def energies(self, system: System, state) -> dict[str, float]:
+        """``eom.energies`` of the model at ``state`` (reduced when ``reduced`` allows, else from its points)."""
+        red = self.reduced(system)
+        if red is not None:
+            return red.energies(system, state.q, state.qd)
+        from kinemesh.dynamics.eom import energies
+
+        kin = self.kinematics(state.q, state.qd)
+        return energies(system, state, kin.x, kin.xd)
 
     def disagreement(self, other: LocalModel, qd: torch.Tensor, dt: float, size: float) -> float:
         """Model vs network at the anchor q_b of ``other`` (whose x, J are the network's) and velocity qd (k,):
@@ -127,3 +151,113 @@ def anchor(system: System, q: torch.Tensor, directions=(), tol: float = 1e-3) ->
              for u in U]
         G = torch.stack(G) if G else torch.zeros(0, k, *x.shape[1:], dtype=torch.float64)
         return LocalModel(q.double().clone(), x[0].double(), J.double(), U, G)
+
+
+@dataclass
+class Reduced:
+    """The quadratic model of a :class:`LocalModel` with the points contracted away (issue 17): a substep
+    without contact forces then costs O(n_b^2 k) with n_b = 1 + k + r k, independent of the point count.
+
+    Every model quantity is a combination of the n_b basis rows B = [x_a; J_a; G] (n_b, 3P): x = a_x B,
+    J = A_J B, H~[qd, qd] = a_h B (``LocalModel.kinematics``), so with W = diag(m) per coordinate
+    M = A_J (B W B^T) A_J^T + m_reg I, the gravity force J^T W g = A_J (B W g), the velocity product
+    J^T W H~[qd, qd] = A_J Gram a_h, T = 1/2 a_xd Gram a_xd (a_xd = qd A_J) and V_g = -a_x (B W g) + const
+    (NeuROK Sec. 5.2, Eq. 3, on the model). Constant point-force fields (wind, handle forces) are contracted
+    the same way; springs keep their handles' basis rows only (h points).
+
+    Attributes
+    ----------
+    model : the LocalModel.
+    nb : n_b.
+    gram : (n_b, n_b) B W B^T, kg m^2 per unit q^2.
+    grav : (n_b,) B W g, N m.
+    fields : per system force, (n_b,) B f of its constant point forces, or None for a force with none.
+    handles : per spring, ((n_b, h, 3) basis rows at its handles, (h, 3) handle position at a_x = 0), metres.
+    v_rest : sum_p m_p g . x_rest_p, J (the gravity energy of the rest shape).
+    """
+
+    model: LocalModel
+    nb: int
+    gram: torch.Tensor
+    grav: torch.Tensor
+    fields: list
+    handles: list
+    v_rest: float
+
+    @classmethod
+    def build(cls, model: LocalModel, system: System) -> Reduced:
+        """Contract ``model``'s basis with the masses, gravity, constant forces and spring handles of ``system``."""
+        from kinemesh.dynamics.eom import _rest_points
+
+        B = torch.cat([model.x.reshape(1, -1), model._Jf, model._Gf])  # (n_b, 3P)
+        nb, P = B.shape[0], model.x.shape[0]
+        m, g = system.point_mass, system.gravity
+        BW = B * m.repeat_interleave(3)
+        Bp = B.reshape(nb, P, 3)
+        fields = []
+        for f in system.forces:
+            pf = f.point_forces() if hasattr(f, "point_forces") else f.handles.spread(f.force, P)
+            fields.append(B @ pf.reshape(-1))
+        rp = system.decoder.rest_points.detach().double()
+        handles = []
+        for s in system.springs:
+            w = s.handles.w.to(B)[..., None]  # (h, n, 1)
+            handles.append(((w * Bp[:, s.handles.idx]).sum(-2), s.handles.rest - (w * rp[s.handles.idx]).sum(-2)))
+        return cls(model, nb, 0.5 * (BW @ B.T + B @ BW.T), BW @ g.repeat(P), fields, handles,
+                   float((m[:, None] * _rest_points(system) * g).sum()))
+
+    def position_coef(self, q: torch.Tensor) -> torch.Tensor:
+        """a_x (n_b,) with x(q) = a_x B (``LocalModel.kinematics``)."""
+        md = self.model
+        d = q.double() - md.q
+        s = md.U @ d
+        e = d - md.U.T @ s
+        return torch.cat([d.new_ones(1), d, (s[:, None] * (e + 0.5 * md.U.T @ s)[None]).reshape(-1)])
+
+    def jacobian_coef(self, q: torch.Tensor) -> torch.Tensor:
+        """A_J (k, n_b) = [0 | I | C(q - q_a)] with J(q) = A_J B."""
+        md = self.model
+        C = md._coef(q.double() - md.q)[0]
+        k = C.shape[0]
+        return torch.cat([C.new_zeros(k, 1), torch.eye(k, dtype=C.dtype), C], 1)
+
+    def terms(self, system: System, q: torch.Tensor, qd: torch.Tensor,
+              t: float) -> tuple[torch.Tensor, torch.Tensor, Kinematics]:
+        """(M (k, k), rhs (k,), Kinematics) at (q, qd, t): M = J^T W J + m_reg I and rhs = -dV/dq + J^T f_ext
+        - J^T W H~[qd, qd] (``eom.acceleration`` before damping), both of the model; the Kinematics holds only
+        ``hj``, the handle Jacobians (k, h, 3) of the system's springs (no per-point x or J)."""
+        A = self.jacobian_coef(q)
+        AG = A @ self.gram
+        M = AG @ A.T
+        if system.latent_inertia:
+            M = M + system.latent_inertia * torch.eye(M.shape[0], dtype=M.dtype)
+        M = 0.5 * (M + M.T)
+        md = self.model
+        _, sv, ev = md._coef(qd)
+        a_h = (sv[:, None] * (qd + ev)[None]).reshape(-1)  # H~[qd, qd] = a_h G
+        f = self.grav
+        for force, bf in zip(system.forces, self.fields):
+            if hasattr(force, "point_forces") or force.t_start <= t < force.t_end:
+                f = f + bf
+        rhs = A @ f - AG[:, self.nb - a_h.shape[0]:] @ a_h + latent_forces(system, q)
+        hj = []
+        if system.springs:
+            a_x = self.position_coef(q)
+            for s, (Bh, c) in zip(system.springs, self.handles):
+                Jh = torch.einsum("ib,bhc->ihc", A, Bh)
+                r = c + torch.einsum("b,bhc->hc", a_x, Bh) - s.target
+                rhs = rhs - s.stiffness * torch.einsum("ihc,hc->i", Jh, r)
+                hj.append(Jh)
+        return M, rhs, Kinematics(x=None, J=None, hj=hj)
+
+    def energies(self, system: System, q: torch.Tensor, qd: torch.Tensor) -> dict[str, float]:
+        """{'kinetic', 'potential', 'total'} of the model at (q, qd), joules (``eom.energies`` on the model)."""
+        q, qd = q.double(), qd.double()
+        a_xd = qd @ self.jacobian_coef(q)
+        a_x = self.position_coef(q)
+        T = 0.5 * float(a_xd @ self.gram @ a_xd) + 0.5 * system.latent_inertia * float(qd @ qd)
+        V = -float(a_x @ self.grav) + self.v_rest + float(latent_potential(system, q))
+        for s, (Bh, c) in zip(system.springs, self.handles):
+            r = c + torch.einsum("b,bhc->hc", a_x, Bh) - s.target
+            V += 0.5 * s.stiffness * float((r * r).sum())
+        return {"kinetic": T, "potential": V, "total": T + V}
