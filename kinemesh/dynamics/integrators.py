@@ -35,9 +35,11 @@ LOCAL_RADIUS = 0.5
 LOCAL_TOL = 0.01
 """``local``: largest accepted model-vs-network disagreement at a new anchor, fraction of the object size
 (``LocalModel.disagreement``: the position error and the one the velocity error adds over a frame)."""
-LOCAL_DIRECTIONS = 1
+LOCAL_DIRECTIONS = 2
 """``local``: second-order directions of each anchor, the velocity (1) and the acceleration (2); each costs
 k + 1 decoded states on top of the k + 1 of x and J."""
+LOCAL_FRAMES = 4
+"""``local``: the most frames one anchor's model may span when a frame moves less than the trust box."""
 LOCAL_RETRIES = 3
 """``local``: a frame whose model disagrees is redone with half the trust box and twice the substeps this many
 times, then with the network's own implicit-midpoint steps."""
@@ -317,7 +319,7 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
                     try:
                         s, model, n_used, n_new, err_max = local_frame(system, state, cur, frame_dt, n_sub,
                                                                        radius * 0.5 ** tries, agree_tol, size,
-                                                                       runaway_std)
+                                                                       runaway_std, reuse=tries == 0)
                     except ModelDisagrees:
                         raise
                     except StepRejected as exc:  # the model's solve failed: smaller pieces, then the network's steps
@@ -383,7 +385,7 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
 
 
 def local_frame(system: System, state: State, model, frame_dt: float, n_sub: int, radius: float, agree_tol: float,
-                size: float, runaway_std: float) -> tuple:
+                size: float, runaway_std: float, reuse: bool = False) -> tuple:
     """One frame of the ``local`` integrator: (state, last LocalModel, substeps, anchors, largest disagreement).
 
     The frame is cut into segments of predicted motion |qd tau + qdd tau^2 / 2| <= ``radius`` (q units), each
@@ -391,9 +393,11 @@ def local_frame(system: System, state: State, model, frame_dt: float, n_sub: int
     segment's predicted midpoint q + qd tau / 2 + qdd tau^2 / 8, second order along the velocity there and the
     acceleration. About the midpoint the model's error in the Hessian is odd in time and cancels over the
     segment, so the scheme stays second order (anchored at the segment start it is first order: the Coriolis
-    term then lags by a Hessian change O(tau)). Each new anchor is checked against the previous model
-    (``model``, None = no check). Raises ModelDisagrees when they disagree beyond ``agree_tol`` or the state
-    leaves the box of ``radius`` around the anchor, StepRejected as ``step_midpoint``.
+    term then lags by a Hessian change O(tau)). When a whole frame moves less than ``radius``, the segment spans
+    as many frames (at most ``LOCAL_FRAMES``) as stay within it, and with ``reuse`` a following frame inside that
+    segment (``model.t_end``) runs on the same model without a new anchor. Each new anchor is checked against
+    the previous model (``model``, None = no check). Raises ModelDisagrees when they disagree beyond
+    ``agree_tol`` or the state leaves the box of ``radius`` around the anchor, StepRejected as ``step_midpoint``.
     """
     from kinemesh.dynamics.local import anchor
 
@@ -401,20 +405,30 @@ def local_frame(system: System, state: State, model, frame_dt: float, n_sub: int
     if s.qdd is None or not _finite(s.qdd):  # the acceleration on a first-order model at q
         s = State(s.q, s.qd, s.t, acceleration(system, s.q, s.qd, s.t, local=anchor(system, s.q, [s.qd])))
         n_new += 1
-    reach = float((s.qd.abs() * frame_dt + 0.5 * s.qdd.abs() * frame_dt ** 2).max())
-    n_seg = max(1, int(math.ceil(reach / radius))) if math.isfinite(radius) else 1
-    m = max(1, int(math.ceil(n_sub / n_seg)))
-    tau = frame_dt / n_seg
+
+    def reach(tau):
+        return float((s.qd.abs() * tau + 0.5 * s.qdd.abs() * tau ** 2).max())
+
+    if reuse and model is not None and model.t_end >= s.t + frame_dt * (1.0 - 1e-9):
+        n_seg, m, tau, seg = 1, n_sub, frame_dt, 0.0  # this frame lies in the model's segment: no new anchor
+    else:
+        n_seg = max(1, int(math.ceil(reach(frame_dt) / radius))) if math.isfinite(radius) else 1
+        m = max(1, int(math.ceil(n_sub / n_seg)))
+        tau = seg = frame_dt / n_seg
+        while n_seg == 1 and seg < LOCAL_FRAMES * frame_dt * (1.0 - 1e-9) and reach(seg + frame_dt) <= radius:
+            seg += frame_dt  # a segment of several frames
     for _ in range(n_seg):
-        v = s.qd + 0.5 * tau * s.qdd
-        new = anchor(system, s.q + 0.5 * tau * s.qd + tau * tau / 8.0 * s.qdd, [v, s.qdd][:LOCAL_DIRECTIONS])
-        n_new += 1
-        if model is not None:
-            err = model.disagreement(new, v, frame_dt, size)
-            if not err <= agree_tol:
-                raise ModelDisagrees(f"local model and network disagree by {err:.3g} of the size")
-            err_max = max(err_max, err)
-        model = new
+        if seg:
+            v = s.qd + 0.5 * seg * s.qdd
+            new = anchor(system, s.q + 0.5 * seg * s.qd + seg * seg / 8.0 * s.qdd, [v, s.qdd][:LOCAL_DIRECTIONS])
+            new.t_end = s.t + seg
+            n_new += 1
+            if model is not None:
+                err = model.disagreement(new, v, frame_dt, size)
+                if not err <= agree_tol:
+                    raise ModelDisagrees(f"local model and network disagree by {err:.3g} of the size")
+                err_max = max(err_max, err)
+            model = new
         for _ in range(m):
             s = step_midpoint(system, s, tau / m, local=model)
             if _runaway(system, s, runaway_std):

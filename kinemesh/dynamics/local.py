@@ -40,6 +40,7 @@ class LocalModel:
     J : (k, P, 3) network Jacobian at q, J[i] = dx/dq_i.
     U : (r, k) orthonormal directions of the second-order term (r = 0: first-order model, J constant).
     G : (r, k, P, 3) G[r, i] = H[u_r, e_i].
+    t_end : seconds, end of the time segment the model was anchored for (``integrators.local_frame``).
     """
 
     q: torch.Tensor
@@ -47,11 +48,13 @@ class LocalModel:
     J: torch.Tensor
     U: torch.Tensor
     G: torch.Tensor
+    t_end: float = float("-inf")
 
     def __post_init__(self):
         k = self.J.shape[0]
         self._Jf, self._Gf = self.J.reshape(k, -1), self.G.reshape(len(self.U) * k, self.x.numel())  # (k | r k, 3P)
         self._red = None  # (system, Reduced) of the last ``reduced`` call
+        self._eye = torch.eye(k, dtype=torch.float64)
 
     def reduced(self, system: System) -> Reduced | None:
         """The model's :class:`Reduced` tensors for ``system`` (built once), or None when a force of the system
@@ -67,9 +70,8 @@ class LocalModel:
         C[j, r, i] = s_r delta_ij + U[r, j] e_i (module docstring with P = U^T U)."""
         s = self.U @ v
         e = v - self.U.T @ s
-        k = v.shape[0]
-        C = s[None, :, None] * torch.eye(k, dtype=v.dtype)[:, None, :] + self.U.T[:, :, None] * e[None, None, :]
-        return C.reshape(k, -1), s, e
+        C = s[None, :, None] * self._eye[:, None, :] + self.U.T[:, :, None] * e[None, None, :]
+        return C.reshape(v.shape[0], -1), s, e
 
     def kinematics(self, q: torch.Tensor, qd: torch.Tensor | None = None) -> Kinematics:
         """Model points x (P, 3), Jacobian J (k, P, 3) = J_a + H~[d, .], and (with ``qd``) xd = J qd and
@@ -174,6 +176,7 @@ class Reduced:
     fields : per system force, (n_b,) B f of its constant point forces, or None for a force with none.
     handles : per spring, ((n_b, h, 3) basis rows at its handles, (h, 3) handle position at a_x = 0), metres.
     v_rest : sum_p m_p g . x_rest_p, J (the gravity energy of the rest shape).
+    head : (k, 1 + k) the first columns [0 | I] of every A_J.
     """
 
     model: LocalModel
@@ -183,6 +186,7 @@ class Reduced:
     fields: list
     handles: list
     v_rest: float
+    head: torch.Tensor
 
     @classmethod
     def build(cls, model: LocalModel, system: System) -> Reduced:
@@ -203,8 +207,10 @@ class Reduced:
         for s in system.springs:
             w = s.handles.w.to(B)[..., None]  # (h, n, 1)
             handles.append(((w * Bp[:, s.handles.idx]).sum(-2), s.handles.rest - (w * rp[s.handles.idx]).sum(-2)))
+        k = model.J.shape[0]
         return cls(model, nb, 0.5 * (BW @ B.T + B @ BW.T), BW @ g.repeat(P), fields, handles,
-                   float((m[:, None] * _rest_points(system) * g).sum()))
+                   float((m[:, None] * _rest_points(system) * g).sum()),
+                   torch.cat([torch.zeros(k, 1, dtype=B.dtype), model._eye], 1))
 
     def position_coef(self, q: torch.Tensor) -> torch.Tensor:
         """a_x (n_b,) with x(q) = a_x B (``LocalModel.kinematics``)."""
@@ -217,9 +223,7 @@ class Reduced:
     def jacobian_coef(self, q: torch.Tensor) -> torch.Tensor:
         """A_J (k, n_b) = [0 | I | C(q - q_a)] with J(q) = A_J B."""
         md = self.model
-        C = md._coef(q.double() - md.q)[0]
-        k = C.shape[0]
-        return torch.cat([C.new_zeros(k, 1), torch.eye(k, dtype=C.dtype), C], 1)
+        return torch.cat([self.head, md._coef(q.double() - md.q)[0]], 1)
 
     def terms(self, system: System, q: torch.Tensor, qd: torch.Tensor,
               t: float) -> tuple[torch.Tensor, torch.Tensor, Kinematics]:
@@ -228,13 +232,12 @@ class Reduced:
         ``hj``, the handle Jacobians (k, h, 3) of the system's springs (no per-point x or J)."""
         A = self.jacobian_coef(q)
         AG = A @ self.gram
-        M = AG @ A.T
+        M = AG @ A.T  # symmetric (Gram is)
         if system.latent_inertia:
-            M = M + system.latent_inertia * torch.eye(M.shape[0], dtype=M.dtype)
-        M = 0.5 * (M + M.T)
-        md = self.model
-        _, sv, ev = md._coef(qd)
-        a_h = (sv[:, None] * (qd + ev)[None]).reshape(-1)  # H~[qd, qd] = a_h G
+            M.diagonal().add_(system.latent_inertia)
+        U = self.model.U
+        sv = U @ qd
+        a_h = (sv[:, None] * (2.0 * qd - U.T @ sv)[None]).reshape(-1)  # H~[qd, qd] = a_h G (LocalModel._coef)
         f = self.grav
         for force, bf in zip(system.forces, self.fields):
             if hasattr(force, "point_forces") or force.t_start <= t < force.t_end:
