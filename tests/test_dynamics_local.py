@@ -106,11 +106,12 @@ def floating_system(**kw):
 
 def test_reduced_local_path_equals_the_per_point_path_float64():
     """Issue 17: with the points contracted away (``Reduced``) the model's M, right-hand side, acceleration,
-    velocity coupling, energies and spring stiffness equal the per-point LocalModel path to 1e-10 relative
-    (floating toy with every contractible force), the handle force switches with its time window, the forces
-    are -dV/dq of the reduced energies (float64 central differences) and M the qd-Hessian of T."""
-    from kinemesh.dynamics.eom import acceleration, generalized_forces, mass_matrix
-    from kinemesh.dynamics.integrators import stiffness_matrix
+    velocity coupling, energies, spring stiffness and (with a floor through half the points, J formed only at
+    the points in contact) contact matrices equal the per-point LocalModel path to 1e-10 relative (floating toy
+    with every force), the handle force switches with its time window, the forces are -dV/dq of the reduced
+    energies (float64 central differences) and M the qd-Hessian of T."""
+    from kinemesh.dynamics.eom import acceleration, damping_matrix, generalized_forces, mass_matrix
+    from kinemesh.dynamics.integrators import contact_matrices, stiffness_matrix
     from kinemesh.dynamics.system import Floor
 
     sysm = floating_system()
@@ -118,29 +119,32 @@ def test_reduced_local_path_equals_the_per_point_path_float64():
     gen = torch.Generator().manual_seed(3)
     q = 0.3 * torch.randn(k, generator=gen, dtype=torch.float64)
     m = anchor(sysm, q, [torch.randn(k, generator=gen, dtype=torch.float64)])
-    red = m.reduced(sysm)
-    assert red is not None and red.nb == 1 + 2 * k and m.reduced(sysm) is red
     q1 = q + 0.1 * torch.randn(k, generator=gen, dtype=torch.float64)
     qd = torch.randn(k, generator=gen, dtype=torch.float64)
+    kin = m.kinematics(q1, qd)
+    z = kin.x[:, 2].sort().values
+    sysm.forces.append(Floor(float(z[len(z) // 2:len(z) // 2 + 2].mean()), friction=0.5))  # between two points
+    red = m.reduced(sysm)
+    assert red.nb == 1 + 2 * k and m.reduced(sysm) is red
 
     def close(a, b):
         scale = float(torch.as_tensor(b).abs().max())
         assert scale > 0 and float((torch.as_tensor(a) - torch.as_tensor(b)).abs().max()) <= 1e-10 * scale
 
-    kin = m.kinematics(q1, qd)
     for t in (0.0, 0.15):  # handle force off / on
         M, rhs, rk = red.terms(sysm, q1, qd, t)
+        M_ref = mass_matrix(sysm, kin.J)
         rhs_ref = generalized_forces(sysm, q1, kin, t) - torch.einsum("ipc,p,pc->i", kin.J, sysm.point_mass,
                                                                       kin.hqq)
-        close(M, mass_matrix(sysm, kin.J))
+        close(M, M_ref)
         close(rhs, rhs_ref)
+        close(rk.x, kin.x)
+        close(rk.xd, kin.xd)
         close(stiffness_matrix(sysm, q1, None, rk.hj), stiffness_matrix(sysm, q1, kin.J))
-        # acceleration: reduced (no contacts) vs per point (a floor far below forces the per-point path)
-        a_red = acceleration(sysm, q1, qd, t, local=m)
-        sys_pp = floating_system(forces=sysm.forces + [Floor(-100.0)])
-        m_pp = anchor(sys_pp, q, [m.U[0]])
-        assert m_pp.reduced(sys_pp) is None
-        close(a_red, acceleration(sys_pp, q1, qd, t, local=m_pp))
+        for a, b in zip(contact_matrices(sysm, rk.x, rk.xd, rk.J), contact_matrices(sysm, kin.x, kin.xd, kin.J)):
+            close(a, b)
+        a_ref = torch.linalg.solve(M_ref, rhs_ref - sysm.damping_mass * damping_matrix(sysm, M_ref) @ qd)
+        close(acceleration(sysm, q1, qd, t, local=m), a_ref)
     assert float((red.terms(sysm, q1, qd, 0.15)[1] - red.terms(sysm, q1, qd, 0.0)[1]).abs().max()) > 1e-3
     Hv = (m._coef(qd)[0] @ m._Gf).reshape(m.J.shape)
     close(m.coupling(sysm, q1, qd), 2.0 * torch.einsum("ipc,p,jpc->ij", kin.J, sysm.point_mass, Hv))
@@ -154,6 +158,7 @@ def test_reduced_local_path_equals_the_per_point_path_float64():
     cons = floating_system(forces=[], damping_mass=0.0)
     mc = anchor(cons, q, [m.U[0]])
     rc = mc.reduced(cons)
+    assert rc.terms(cons, q1, qd, 0.0)[2].J is None  # no contact force: no per-point work
     zero = torch.zeros(k, dtype=torch.float64)
     dV = _jac(lambda z: torch.tensor(rc.energies(cons, z, zero)["potential"], dtype=torch.float64), q1, 1e-6)
     close(rc.terms(cons, q1, zero, 0.0)[1], -dV)
@@ -186,7 +191,6 @@ def test_local_rollout_agrees_with_network_rollout_on_toy_cabinet(stiffness):
     assert dev < 0.015 * motion, (dev, motion)
     assert loc.anchors >= 45 and 0 < loc.disagreement <= 0.01 and loc.exact_frames == 0
     assert abs(loc.total[-1] - ref.total[-1]) < 0.02 * ref.total[0]
-
 
 
 def test_slow_frames_share_one_anchor(monkeypatch):

@@ -24,8 +24,9 @@ class Kinematics:
     """Decoded quantities at (q, qd): points x (P, 3), J (k, P, 3) with J[i] = dx/dq_i, point velocities
     xd = J qd (P, 3) and the velocity-product acceleration H[qd, qd] (P, 3) (None unless requested). float64.
     ``fd`` = (x(q + h e_i) (k, P, 3), x(q + h qd/|qd|) (P, 3), h) when the finite-difference path decoded them
-    (reused by the implicit solve's velocity coupling), else None. On a ``local`` model's reduced path
-    (``local.Reduced.terms``) x and J are None and ``hj`` holds the springs' handle Jacobians (k, h, 3)."""
+    (reused by the implicit solve's velocity coupling), else None. On a ``local`` model (``local.Reduced.terms``)
+    ``hj`` holds the springs' handle Jacobians (k, h, 3), x and xd are None without contact forces and J is
+    None or a ``local.ModelJacobian``."""
 
     x: torch.Tensor | None
     J: torch.Tensor | None
@@ -179,14 +180,13 @@ def generalized_forces(system: System, q: torch.Tensor, kin: Kinematics, t: floa
 def acceleration(system: System, q: torch.Tensor, qd: torch.Tensor, t: float = 0.0,
                  return_kinematics: bool = False, local=None):
     """qdd (k,) float64 from the equations of motion at (q, qd, t) (module docstring); with ``local`` (a
-    :class:`kinemesh.dynamics.local.LocalModel`) on that model instead of the network, with no per-point work
-    unless a contact force needs the points (``LocalModel.reduced``)."""
+    :class:`kinemesh.dynamics.local.LocalModel`) on that model instead of the network, with per-point work
+    only for contact forces (``local.Reduced``)."""
     q, qd = q.double(), qd.double()
-    red = None if local is None else local.reduced(system)
-    if red is not None:
-        M, rhs, kin = red.terms(system, q, qd, t)
+    if local is not None:
+        M, rhs, kin = local.reduced(system).terms(system, q, qd, t)
     else:
-        kin = kinematics(system, q, qd) if local is None else local.kinematics(q, qd)
+        kin = kinematics(system, q, qd)
         M = mass_matrix(system, kin.J)
         rhs = generalized_forces(system, q, kin, t)
         rhs = rhs - torch.einsum("ipc,p,pc->i", kin.J, system.point_mass, kin.hqq)

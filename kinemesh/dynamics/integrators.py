@@ -156,7 +156,7 @@ def step_midpoint(system: System, state: State, dt: float, tol: float = 1e-6, ma
             vm = 0.5 * (v0 + v1)
             C = velocity_coupling(system, qm, vm, kin=kin) if local is None else local.coupling(system, qm, vm)
         A = M + 0.25 * dt * dt * K + 0.5 * dt * (system.damping_mass * damping_matrix(system, M) + K_d + C)
-        if kin.J is not None:  # (the reduced local path has no contact forces)
+        if kin.J is not None:  # (None: a local model's evaluation without contact forces)
             K_c, C_c = contact_matrices(system, kin.x, kin.xd, kin.J)
             A = A + 0.25 * dt * dt * K_c + 0.5 * dt * C_c
         dv = -torch.linalg.solve(A, M @ R)

@@ -56,14 +56,11 @@ class LocalModel:
         self._red = None  # (system, Reduced) of the last ``reduced`` call
         self._eye = torch.eye(k, dtype=torch.float64)
 
-    def reduced(self, system: System) -> Reduced | None:
-        """The model's :class:`Reduced` tensors for ``system`` (built once), or None when a force of the system
-        needs every point's position each evaluation (floor or part contacts, joint stops)."""
-        if self._red is not None and self._red[0] is system:
-            return self._red[1]
-        red = None if any(hasattr(f, "contact_forces") for f in system.forces) else Reduced.build(self, system)
-        self._red = (system, red)
-        return red
+    def reduced(self, system: System) -> Reduced:
+        """The model's :class:`Reduced` tensors for ``system`` (built once per system)."""
+        if self._red is None or self._red[0] is not system:
+            self._red = (system, Reduced.build(self, system))
+        return self._red[1]
 
     def _coef(self, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(C (k, r k), s = U v (r,), e = v - U^T s (k,)) with H~[e_j, v] = sum_{r, i} C[j, (r, i)] G[r, i]:
@@ -92,22 +89,13 @@ class LocalModel:
 
     def coupling(self, system: System, q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """C = d/dqd [J^T diag(m) H~[qd, qd]] = 2 J^T diag(m) H~[., v] (k, k) of the model at (q, v)."""
-        red = self.reduced(system)
-        if red is not None:  # 2 A_J(q) Gram A_H(v)^T, A_H(v) = [0 | 0 | C(v)]
-            Cv = self._coef(v.double())[0]
-            return 2.0 * red.jacobian_coef(q) @ red.gram[:, red.nb - Cv.shape[1]:] @ Cv.T
-        Hv = (self._coef(v.double())[0] @ self._Gf).reshape(self.J.shape)
-        return 2.0 * torch.einsum("ipc,p,jpc->ij", self.kinematics(q).J, system.point_mass, Hv)
+        red = self.reduced(system)  # 2 A_J(q) Gram A_H(v)^T, A_H(v) = [0 | 0 | C(v)] (``Reduced``)
+        Cv = self._coef(v.double())[0]
+        return 2.0 * red.jacobian_coef(q) @ red.gram[:, red.nb - Cv.shape[1]:] @ Cv.T
 
     def energies(self, system: System, state) -> dict[str, float]:
-        """``eom.energies`` of the model at ``state`` (reduced when ``reduced`` allows, else from its points)."""
-        red = self.reduced(system)
-        if red is not None:
-            return red.energies(system, state.q, state.qd)
-        from kinemesh.dynamics.eom import energies
-
-        kin = self.kinematics(state.q, state.qd)
-        return energies(system, state, kin.x, kin.xd)
+        """``eom.energies`` of the model at ``state`` (``Reduced.energies``)."""
+        return self.reduced(system).energies(system, state.q, state.qd)
 
     def disagreement(self, other: LocalModel, qd: torch.Tensor, dt: float, size: float) -> float:
         """Model vs network at the anchor q_b of ``other`` (whose x, J are the network's) and velocity qd (k,):
@@ -165,7 +153,10 @@ class Reduced:
     M = A_J (B W B^T) A_J^T + m_reg I, the gravity force J^T W g = A_J (B W g), the velocity product
     J^T W H~[qd, qd] = A_J Gram a_h, T = 1/2 a_xd Gram a_xd (a_xd = qd A_J) and V_g = -a_x (B W g) + const
     (NeuROK Sec. 5.2, Eq. 3, on the model). Constant point-force fields (wind, handle forces) are contracted
-    the same way; springs keep their handles' basis rows only (h points).
+    the same way; springs keep their handles' basis rows only (h points). Contact forces (floor, part contacts,
+    joint stops) need the points: x = a_x B and xd = a_xd B (two products with B), their force f enters as
+    A_J (B f), and the implicit solve's contact matrices get J only at the points they index
+    (:class:`ModelJacobian`).
 
     Attributes
     ----------
@@ -173,7 +164,8 @@ class Reduced:
     nb : n_b.
     gram : (n_b, n_b) B W B^T, kg m^2 per unit q^2.
     grav : (n_b,) B W g, N m.
-    fields : per system force, (n_b,) B f of its constant point forces, or None for a force with none.
+    fields : per system force, (n_b,) B f of its constant point forces, or None for a contact force.
+    basis : (n_b, P, 3) B, metres (per unit q, q^2).
     handles : per spring, ((n_b, h, 3) basis rows at its handles, (h, 3) handle position at a_x = 0), metres.
     v_rest : sum_p m_p g . x_rest_p, J (the gravity energy of the rest shape).
     head : (k, 1 + k) the first columns [0 | I] of every A_J.
@@ -187,6 +179,7 @@ class Reduced:
     handles: list
     v_rest: float
     head: torch.Tensor
+    basis: torch.Tensor
 
     @classmethod
     def build(cls, model: LocalModel, system: System) -> Reduced:
@@ -200,6 +193,9 @@ class Reduced:
         Bp = B.reshape(nb, P, 3)
         fields = []
         for f in system.forces:
+            if hasattr(f, "contact_forces"):
+                fields.append(None)
+                continue
             pf = f.point_forces() if hasattr(f, "point_forces") else f.handles.spread(f.force, P)
             fields.append(B @ pf.reshape(-1))
         rp = system.decoder.rest_points.detach().double()
@@ -210,7 +206,7 @@ class Reduced:
         k = model.J.shape[0]
         return cls(model, nb, 0.5 * (BW @ B.T + B @ BW.T), BW @ g.repeat(P), fields, handles,
                    float((m[:, None] * _rest_points(system) * g).sum()),
-                   torch.cat([torch.zeros(k, 1, dtype=B.dtype), model._eye], 1))
+                   torch.cat([torch.zeros(k, 1, dtype=B.dtype), model._eye], 1), Bp)
 
     def position_coef(self, q: torch.Tensor) -> torch.Tensor:
         """a_x (n_b,) with x(q) = a_x B (``LocalModel.kinematics``)."""
@@ -228,8 +224,9 @@ class Reduced:
     def terms(self, system: System, q: torch.Tensor, qd: torch.Tensor,
               t: float) -> tuple[torch.Tensor, torch.Tensor, Kinematics]:
         """(M (k, k), rhs (k,), Kinematics) at (q, qd, t): M = J^T W J + m_reg I and rhs = -dV/dq + J^T f_ext
-        - J^T W H~[qd, qd] (``eom.acceleration`` before damping), both of the model; the Kinematics holds only
-        ``hj``, the handle Jacobians (k, h, 3) of the system's springs (no per-point x or J)."""
+        - J^T W H~[qd, qd] (``eom.acceleration`` before damping), both of the model; the Kinematics holds
+        ``hj``, the handle Jacobians (k, h, 3) of the system's springs, and only with contact forces the points
+        x, velocities xd (P, 3) and J as a :class:`ModelJacobian` (else None)."""
         A = self.jacobian_coef(q)
         AG = A @ self.gram
         M = AG @ A.T  # symmetric (Gram is)
@@ -239,19 +236,26 @@ class Reduced:
         sv = U @ qd
         a_h = (sv[:, None] * (2.0 * qd - U.T @ sv)[None]).reshape(-1)  # H~[qd, qd] = a_h G (LocalModel._coef)
         f = self.grav
+        kin = Kinematics(x=None, J=None, hj=[])
         for force, bf in zip(system.forces, self.fields):
-            if hasattr(force, "point_forces") or force.t_start <= t < force.t_end:
+            if bf is None:  # a contact force: at the points
+                if kin.x is None:
+                    B = self.basis.reshape(self.nb, -1)
+                    kin.x = (self.position_coef(q) @ B).reshape(self.basis.shape[1:])
+                    kin.xd = ((qd @ A) @ B).reshape(self.basis.shape[1:])
+                    kin.J = ModelJacobian(A, self.basis)
+                f = f + B @ force.contact_forces(kin.x, kin.xd, system.point_mass).reshape(-1)
+            elif hasattr(force, "point_forces") or force.t_start <= t < force.t_end:
                 f = f + bf
         rhs = A @ f - AG[:, self.nb - a_h.shape[0]:] @ a_h + latent_forces(system, q)
-        hj = []
         if system.springs:
             a_x = self.position_coef(q)
             for s, (Bh, c) in zip(system.springs, self.handles):
                 Jh = torch.einsum("ib,bhc->ihc", A, Bh)
                 r = c + torch.einsum("b,bhc->hc", a_x, Bh) - s.target
                 rhs = rhs - s.stiffness * torch.einsum("ihc,hc->i", Jh, r)
-                hj.append(Jh)
-        return M, rhs, Kinematics(x=None, J=None, hj=hj)
+                kin.hj.append(Jh)
+        return M, rhs, kin
 
     def energies(self, system: System, q: torch.Tensor, qd: torch.Tensor) -> dict[str, float]:
         """{'kinetic', 'potential', 'total'} of the model at (q, qd), joules (``eom.energies`` on the model)."""
@@ -264,3 +268,20 @@ class Reduced:
             r = c + torch.einsum("b,bhc->hc", a_x, Bh) - s.target
             V += 0.5 * s.stiffness * float((r * r).sum())
         return {"kinetic": T, "potential": V, "total": T + V}
+
+
+class ModelJacobian:
+    """The Jacobian J = A_J B (k, P, 3) of a :class:`Reduced` model, formed only where it is indexed: J[:, idx]
+    and J[:, idx, c] (idx: point indices or a (P,) mask) cost O(k n_b |idx|) instead of O(k n_b P).
+    ``shape`` is (k, P, 3)."""
+
+    def __init__(self, A: torch.Tensor, basis: torch.Tensor):
+        self.A, self.basis = A, basis
+        self.shape = (A.shape[0],) + tuple(basis.shape[1:])
+
+    def __getitem__(self, key):
+        if not (isinstance(key, tuple) and len(key) >= 2 and key[0] == slice(None)):
+            raise IndexError("ModelJacobian supports J[:, points] and J[:, points, coords] only")
+        sub = self.basis[:, key[1]]  # (n_b, n, 3)
+        J = (self.A @ sub.reshape(sub.shape[0], -1)).reshape((self.A.shape[0],) + tuple(sub.shape[1:]))
+        return J[(slice(None), slice(None)) + tuple(key[2:])]
