@@ -9,8 +9,9 @@ step then raises ``StepRejected`` and the rollout halves the step.
 ``rk4``: the classical explicit Runge-Kutta method (4 evaluations per step, small energy drift, conditionally
 stable).
 ``local``: the implicit midpoint rule on a local quadratic model of the decoder (``kinemesh.dynamics.local``),
-anchored at every frame start and whenever q leaves a trust box of ``radius`` around the anchor; each new anchor
-decodes the network once (2 k + 2 states) and checks that the model agrees with it there.
+anchored per segment of motion within a trust box of ``radius`` (at most ``LOCAL_FRAMES`` frames, at least
+one per frame whose motion exceeds the box); each new anchor decodes the network once ((r + 1)(k + 1) states)
+and checks that the model agrees with it there.
 """
 
 from __future__ import annotations

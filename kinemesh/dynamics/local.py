@@ -1,4 +1,4 @@
-"""A local Taylor model of the decoder, refreshed per frame: the integrator ``local`` (issue 17).
+"""A local Taylor model of the decoder, refreshed per segment of motion: the integrator ``local`` (issue 17).
 
 Every equation-of-motion evaluation of the exact integrator decodes 2 k + 3 latent states through the network.
 Instead, at an anchor q_a the network is evaluated once with its Jacobian J_a and the second derivatives along
@@ -12,10 +12,11 @@ the Hessian H = d2x/dq2 restricted to the pairs that involve span(U) (exact ther
 H[u_r, e_i]). Along the motion (d in span(U)) the model is exact to second order, so the velocity-product term
 H~[qd, qd] is exact at the anchor and the model's Jacobian follows the motion to first order; across it J is
 held at J_a. The model is an exact quadratic map, so masses, forces, the velocity product and the energies follow
-from it with a few small dense ops (no network), and the substeps are a Lagrangian system of their own
-(NeuROK Sec. 5.2, Eq. 3, on the model). The rollout re-anchors at every frame end and when q leaves a trust box
-around q_a; each new anchor decodes the network at the state the model reached and checks their disagreement
-there (``LocalModel.disagreement``).
+from it with a few small dense ops (no network; ``Reduced`` contracts the points away once per anchor), and the
+substeps are a Lagrangian system of their own (NeuROK Sec. 5.2, Eq. 3, on the model). The rollout re-anchors
+per segment of predicted motion within a trust box around q_a (``integrators.local_frame``); each new anchor
+decodes the network at the state the model reached and checks their disagreement there
+(``LocalModel.disagreement``).
 """
 
 from __future__ import annotations
