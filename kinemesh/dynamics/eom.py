@@ -24,13 +24,16 @@ class Kinematics:
     """Decoded quantities at (q, qd): points x (P, 3), J (k, P, 3) with J[i] = dx/dq_i, point velocities
     xd = J qd (P, 3) and the velocity-product acceleration H[qd, qd] (P, 3) (None unless requested). float64.
     ``fd`` = (x(q + h e_i) (k, P, 3), x(q + h qd/|qd|) (P, 3), h) when the finite-difference path decoded them
-    (reused by the implicit solve's velocity coupling), else None."""
+    (reused by the implicit solve's velocity coupling), else None. On a ``local`` model (``local.Reduced.terms``)
+    ``hj`` holds the springs' handle Jacobians (k, h, 3), x and xd are None without contact forces and J is
+    None or a ``local.ModelJacobian``."""
 
-    x: torch.Tensor
-    J: torch.Tensor
+    x: torch.Tensor | None
+    J: torch.Tensor | None
     xd: torch.Tensor | None = None
     hqq: torch.Tensor | None = None
     fd: tuple | None = None
+    hj: list | None = None
 
 
 def decoder_dtype(system: System) -> torch.dtype:
@@ -129,15 +132,23 @@ def potential_energy(system: System, q: torch.Tensor, x: torch.Tensor | None = N
         with torch.no_grad():
             x = system.decoder.points(q.to(dt)).double()
     q = q.double()
-    V = -(system.point_mass[:, None] * (x - _rest_points(system)) * system.gravity).sum()
-    dq = (q - system.q_rest) * system.latent
-    V = V + 0.5 * system.stiffness * (dq * dq).sum()
-    V = V + _barrier(system, q)[0]
+    V = -(system.point_mass[:, None] * (x - _rest_points(system)) * system.gravity).sum() + latent_potential(system, q)
     rp = system.decoder.rest_points.detach().double()
     for s in system.springs:
         r = s.handles.positions(x, rp) - s.target
         V = V + 0.5 * s.stiffness * (r * r).sum()
     return V
+
+
+def latent_potential(system: System, q: torch.Tensor) -> torch.Tensor:
+    """The potential energy terms of q alone (J): latent elastic term + soft barrier."""
+    dq = (q - system.q_rest) * system.latent
+    return 0.5 * system.stiffness * (dq * dq).sum() + _barrier(system, q)[0]
+
+
+def latent_forces(system: System, q: torch.Tensor) -> torch.Tensor:
+    """-d/dq of ``latent_potential`` (k,)."""
+    return -system.stiffness * (q - system.q_rest) * system.latent - _barrier(system, q)[1]
 
 
 def kinetic_energy(system: System, qd: torch.Tensor, J: torch.Tensor) -> torch.Tensor:
@@ -163,20 +174,22 @@ def generalized_forces(system: System, q: torch.Tensor, kin: Kinematics, t: floa
     for s in system.springs:
         r = s.handles.positions(kin.x, rp) - s.target  # (h, 3)
         Q = Q - s.stiffness * torch.einsum("ihc,hc->i", s.handles.jacobian(J), r)
-    Q = Q - system.stiffness * (q - system.q_rest) * system.latent
-    Q = Q - _barrier(system, q)[1]
-    return Q
+    return Q + latent_forces(system, q)
 
 
 def acceleration(system: System, q: torch.Tensor, qd: torch.Tensor, t: float = 0.0,
                  return_kinematics: bool = False, local=None):
     """qdd (k,) float64 from the equations of motion at (q, qd, t) (module docstring); with ``local`` (a
-    :class:`kinemesh.dynamics.local.LocalModel`) on that model instead of the network."""
+    :class:`kinemesh.dynamics.local.LocalModel`) on that model instead of the network, with per-point work
+    only for contact forces (``local.Reduced``)."""
     q, qd = q.double(), qd.double()
-    kin = kinematics(system, q, qd) if local is None else local.kinematics(q, qd)
-    M = mass_matrix(system, kin.J)
-    rhs = generalized_forces(system, q, kin, t)
-    rhs = rhs - torch.einsum("ipc,p,pc->i", kin.J, system.point_mass, kin.hqq)
+    if local is not None:
+        M, rhs, kin = local.reduced(system).terms(system, q, qd, t)
+    else:
+        kin = kinematics(system, q, qd)
+        M = mass_matrix(system, kin.J)
+        rhs = generalized_forces(system, q, kin, t)
+        rhs = rhs - torch.einsum("ipc,p,pc->i", kin.J, system.point_mass, kin.hqq)
     if system.damping_mass:
         rhs = rhs - system.damping_mass * damping_matrix(system, M) @ qd
     if system.damping_stiffness and system.stiffness:

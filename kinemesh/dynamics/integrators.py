@@ -9,8 +9,9 @@ step then raises ``StepRejected`` and the rollout halves the step.
 ``rk4``: the classical explicit Runge-Kutta method (4 evaluations per step, small energy drift, conditionally
 stable).
 ``local``: the implicit midpoint rule on a local quadratic model of the decoder (``kinemesh.dynamics.local``),
-anchored at every frame start and whenever q leaves a trust box of ``radius`` around the anchor; each new anchor
-decodes the network once (2 k + 2 states) and checks that the model agrees with it there.
+anchored per segment of motion within a trust box of ``radius`` (at most ``LOCAL_FRAMES`` frames, at least
+one per frame whose motion exceeds the box); each new anchor decodes the network once ((r + 1)(k + 1) states)
+and checks that the model agrees with it there.
 """
 
 from __future__ import annotations
@@ -35,9 +36,11 @@ LOCAL_RADIUS = 0.5
 LOCAL_TOL = 0.01
 """``local``: largest accepted model-vs-network disagreement at a new anchor, fraction of the object size
 (``LocalModel.disagreement``: the position error and the one the velocity error adds over a frame)."""
-LOCAL_DIRECTIONS = 1
+LOCAL_DIRECTIONS = 2
 """``local``: second-order directions of each anchor, the velocity (1) and the acceleration (2); each costs
 k + 1 decoded states on top of the k + 1 of x and J."""
+LOCAL_FRAMES = 4
+"""``local``: the most frames one anchor's model may span when a frame moves less than the trust box."""
 LOCAL_RETRIES = 3
 """``local``: a frame whose model disagrees is redone with half the trust box and twice the substeps this many
 times, then with the network's own implicit-midpoint steps."""
@@ -56,17 +59,19 @@ def _finite(*ts) -> bool:
     return all(bool(torch.isfinite(t).all()) for t in ts)
 
 
-def stiffness_matrix(system: System, q: torch.Tensor, J: torch.Tensor) -> torch.Tensor:
+def stiffness_matrix(system: System, q: torch.Tensor, J: torch.Tensor | None,
+                     hj: list | None = None) -> torch.Tensor:
     """Gauss-Newton approximation of d2V/dq2 (k, k): latent spring + barrier + J_h^T k_s J_h of the springs
-    (gravity and curvature terms left out). Used only to precondition the implicit solve."""
+    (gravity and curvature terms left out), the handle Jacobians from J (k, P, 3) or given as ``hj`` (per
+    spring (k, h, 3)). Used only to precondition the implicit solve."""
     k = q.shape[0]
     K = torch.diag(system.stiffness * system.latent)
     if system.barrier_stiffness:
         d = q - system.prior_mean
         excess = (d.abs() - system.barrier_radius).clamp_min(0.0) * system.latent
         K = K + torch.diag(2.0 * system.barrier_stiffness * excess)
-    for s in system.springs:
-        Jh = s.handles.jacobian(J).reshape(k, -1)
+    for i, s in enumerate(system.springs):
+        Jh = (s.handles.jacobian(J) if hj is None else hj[i]).reshape(k, -1)
         K = K + s.stiffness * Jh @ Jh.T
     return K
 
@@ -143,7 +148,7 @@ def step_midpoint(system: System, state: State, dt: float, tol: float = 1e-6, ma
         qm = q0 + 0.25 * dt * (v0 + v1)
         am, kin, M = acceleration(system, qm, 0.5 * (v0 + v1), t0 + 0.5 * dt, return_kinematics=True, local=local)
         R = v1 - v0 - dt * am
-        K = stiffness_matrix(system, qm, kin.J)
+        K = stiffness_matrix(system, qm, kin.J, kin.hj)
         if system.damping_stiffness and system.stiffness:
             K_d = system.damping_stiffness * system.stiffness * torch.diag(system.latent)
         else:
@@ -151,9 +156,10 @@ def step_midpoint(system: System, state: State, dt: float, tol: float = 1e-6, ma
         if C is None:
             vm = 0.5 * (v0 + v1)
             C = velocity_coupling(system, qm, vm, kin=kin) if local is None else local.coupling(system, qm, vm)
-        K_c, C_c = contact_matrices(system, kin.x, kin.xd, kin.J)
-        A = (M + 0.25 * dt * dt * (K + K_c)
-             + 0.5 * dt * (system.damping_mass * damping_matrix(system, M) + K_d + C + C_c))
+        A = M + 0.25 * dt * dt * K + 0.5 * dt * (system.damping_mass * damping_matrix(system, M) + K_d + C)
+        if kin.J is not None:  # (None: a local model's evaluation without contact forces)
+            K_c, C_c = contact_matrices(system, kin.x, kin.xd, kin.J)
+            A = A + 0.25 * dt * dt * K_c + 0.5 * dt * C_c
         dv = -torch.linalg.solve(A, M @ R)
         if not _finite(dv):
             raise StepRejected("non-finite state")
@@ -314,13 +320,12 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
                     try:
                         s, model, n_used, n_new, err_max = local_frame(system, state, cur, frame_dt, n_sub,
                                                                        radius * 0.5 ** tries, agree_tol, size,
-                                                                       runaway_std)
+                                                                       runaway_std, reuse=tries == 0)
                     except ModelDisagrees:
                         raise
                     except StepRejected as exc:  # the model's solve failed: smaller pieces, then the network's steps
                         raise ModelDisagrees(f"local step failed ({exc})") from None
-                    kin = model.kinematics(s.q, s.qd)
-                    e = energies(system, s, kin.x, kin.xd)
+                    e = model.energies(system, s)
                 else:
                     if exact:  # the network's own steps need only the exact integrator's substeps, not the
                         n_sub = max(n_cfl, n_guard)  # local retries' doubled ones
@@ -381,7 +386,7 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
 
 
 def local_frame(system: System, state: State, model, frame_dt: float, n_sub: int, radius: float, agree_tol: float,
-                size: float, runaway_std: float) -> tuple:
+                size: float, runaway_std: float, reuse: bool = False) -> tuple:
     """One frame of the ``local`` integrator: (state, last LocalModel, substeps, anchors, largest disagreement).
 
     The frame is cut into segments of predicted motion |qd tau + qdd tau^2 / 2| <= ``radius`` (q units), each
@@ -389,9 +394,11 @@ def local_frame(system: System, state: State, model, frame_dt: float, n_sub: int
     segment's predicted midpoint q + qd tau / 2 + qdd tau^2 / 8, second order along the velocity there and the
     acceleration. About the midpoint the model's error in the Hessian is odd in time and cancels over the
     segment, so the scheme stays second order (anchored at the segment start it is first order: the Coriolis
-    term then lags by a Hessian change O(tau)). Each new anchor is checked against the previous model
-    (``model``, None = no check). Raises ModelDisagrees when they disagree beyond ``agree_tol`` or the state
-    leaves the box of ``radius`` around the anchor, StepRejected as ``step_midpoint``.
+    term then lags by a Hessian change O(tau)). When a whole frame moves less than ``radius``, the segment spans
+    as many frames (at most ``LOCAL_FRAMES``) as stay within it, and with ``reuse`` a following frame inside that
+    segment (``model.t_end``) runs on the same model without a new anchor. Each new anchor is checked against
+    the previous model (``model``, None = no check). Raises ModelDisagrees when they disagree beyond
+    ``agree_tol`` or the state leaves the box of ``radius`` around the anchor, StepRejected as ``step_midpoint``.
     """
     from kinemesh.dynamics.local import anchor
 
@@ -399,20 +406,30 @@ def local_frame(system: System, state: State, model, frame_dt: float, n_sub: int
     if s.qdd is None or not _finite(s.qdd):  # the acceleration on a first-order model at q
         s = State(s.q, s.qd, s.t, acceleration(system, s.q, s.qd, s.t, local=anchor(system, s.q, [s.qd])))
         n_new += 1
-    reach = float((s.qd.abs() * frame_dt + 0.5 * s.qdd.abs() * frame_dt ** 2).max())
-    n_seg = max(1, int(math.ceil(reach / radius))) if math.isfinite(radius) else 1
-    m = max(1, int(math.ceil(n_sub / n_seg)))
-    tau = frame_dt / n_seg
+
+    def reach(tau):
+        return float((s.qd.abs() * tau + 0.5 * s.qdd.abs() * tau ** 2).max())
+
+    if reuse and model is not None and model.t_end >= s.t + frame_dt * (1.0 - 1e-9):
+        n_seg, m, tau, seg = 1, n_sub, frame_dt, 0.0  # this frame lies in the model's segment: no new anchor
+    else:
+        n_seg = max(1, int(math.ceil(reach(frame_dt) / radius))) if math.isfinite(radius) else 1
+        m = max(1, int(math.ceil(n_sub / n_seg)))
+        tau = seg = frame_dt / n_seg
+        while n_seg == 1 and seg < LOCAL_FRAMES * frame_dt * (1.0 - 1e-9) and reach(seg + frame_dt) <= radius:
+            seg += frame_dt  # a segment of several frames
     for _ in range(n_seg):
-        v = s.qd + 0.5 * tau * s.qdd
-        new = anchor(system, s.q + 0.5 * tau * s.qd + tau * tau / 8.0 * s.qdd, [v, s.qdd][:LOCAL_DIRECTIONS])
-        n_new += 1
-        if model is not None:
-            err = model.disagreement(new, v, frame_dt, size)
-            if not err <= agree_tol:
-                raise ModelDisagrees(f"local model and network disagree by {err:.3g} of the size")
-            err_max = max(err_max, err)
-        model = new
+        if seg:
+            v = s.qd + 0.5 * seg * s.qdd
+            new = anchor(system, s.q + 0.5 * seg * s.qd + seg * seg / 8.0 * s.qdd, [v, s.qdd][:LOCAL_DIRECTIONS])
+            new.t_end = s.t + seg
+            n_new += 1
+            if model is not None:
+                err = model.disagreement(new, v, frame_dt, size)
+                if not err <= agree_tol:
+                    raise ModelDisagrees(f"local model and network disagree by {err:.3g} of the size")
+                err_max = max(err_max, err)
+            model = new
         for _ in range(m):
             s = step_midpoint(system, s, tau / m, local=model)
             if _runaway(system, s, runaway_std):

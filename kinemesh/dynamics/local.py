@@ -1,4 +1,4 @@
-"""A local Taylor model of the decoder, refreshed per frame: the integrator ``local`` (issue 17).
+"""A local Taylor model of the decoder, refreshed per segment of motion: the integrator ``local`` (issue 17).
 
 Every equation-of-motion evaluation of the exact integrator decodes 2 k + 3 latent states through the network.
 Instead, at an anchor q_a the network is evaluated once with its Jacobian J_a and the second derivatives along
@@ -12,10 +12,11 @@ the Hessian H = d2x/dq2 restricted to the pairs that involve span(U) (exact ther
 H[u_r, e_i]). Along the motion (d in span(U)) the model is exact to second order, so the velocity-product term
 H~[qd, qd] is exact at the anchor and the model's Jacobian follows the motion to first order; across it J is
 held at J_a. The model is an exact quadratic map, so masses, forces, the velocity product and the energies follow
-from it with a few small dense ops (no network), and the substeps are a Lagrangian system of their own
-(NeuROK Sec. 5.2, Eq. 3, on the model). The rollout re-anchors at every frame end and when q leaves a trust box
-around q_a; each new anchor decodes the network at the state the model reached and checks their disagreement
-there (``LocalModel.disagreement``).
+from it with a few small dense ops (no network; ``Reduced`` contracts the points away once per anchor), and the
+substeps are a Lagrangian system of their own (NeuROK Sec. 5.2, Eq. 3, on the model). The rollout re-anchors
+per segment of predicted motion within a trust box around q_a (``integrators.local_frame``); each new anchor
+decodes the network at the state the model reached and checks their disagreement there
+(``LocalModel.disagreement``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch.func import jvp
 
-from kinemesh.dynamics.eom import Kinematics, decoder_dtype
+from kinemesh.dynamics.eom import Kinematics, decoder_dtype, latent_forces, latent_potential
 from kinemesh.dynamics.system import System
 
 
@@ -40,6 +41,7 @@ class LocalModel:
     J : (k, P, 3) network Jacobian at q, J[i] = dx/dq_i.
     U : (r, k) orthonormal directions of the second-order term (r = 0: first-order model, J constant).
     G : (r, k, P, 3) G[r, i] = H[u_r, e_i].
+    t_end : seconds, end of the time segment the model was anchored for (``integrators.local_frame``).
     """
 
     q: torch.Tensor
@@ -47,19 +49,27 @@ class LocalModel:
     J: torch.Tensor
     U: torch.Tensor
     G: torch.Tensor
+    t_end: float = float("-inf")
 
     def __post_init__(self):
         k = self.J.shape[0]
         self._Jf, self._Gf = self.J.reshape(k, -1), self.G.reshape(len(self.U) * k, self.x.numel())  # (k | r k, 3P)
+        self._red = None  # (system, Reduced) of the last ``reduced`` call
+        self._eye = torch.eye(k, dtype=torch.float64)
+
+    def reduced(self, system: System) -> Reduced:
+        """The model's :class:`Reduced` tensors for ``system`` (built once per system)."""
+        if self._red is None or self._red[0] is not system:
+            self._red = (system, Reduced.build(self, system))
+        return self._red[1]
 
     def _coef(self, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(C (k, r k), s = U v (r,), e = v - U^T s (k,)) with H~[e_j, v] = sum_{r, i} C[j, (r, i)] G[r, i]:
         C[j, r, i] = s_r delta_ij + U[r, j] e_i (module docstring with P = U^T U)."""
         s = self.U @ v
         e = v - self.U.T @ s
-        k = v.shape[0]
-        C = s[None, :, None] * torch.eye(k, dtype=v.dtype)[:, None, :] + self.U.T[:, :, None] * e[None, None, :]
-        return C.reshape(k, -1), s, e
+        C = s[None, :, None] * self._eye[:, None, :] + self.U.T[:, :, None] * e[None, None, :]
+        return C.reshape(v.shape[0], -1), s, e
 
     def kinematics(self, q: torch.Tensor, qd: torch.Tensor | None = None) -> Kinematics:
         """Model points x (P, 3), Jacobian J (k, P, 3) = J_a + H~[d, .], and (with ``qd``) xd = J qd and
@@ -80,8 +90,13 @@ class LocalModel:
 
     def coupling(self, system: System, q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """C = d/dqd [J^T diag(m) H~[qd, qd]] = 2 J^T diag(m) H~[., v] (k, k) of the model at (q, v)."""
-        Hv = (self._coef(v.double())[0] @ self._Gf).reshape(self.J.shape)
-        return 2.0 * torch.einsum("ipc,p,jpc->ij", self.kinematics(q).J, system.point_mass, Hv)
+        red = self.reduced(system)  # 2 A_J(q) Gram A_H(v)^T, A_H(v) = [0 | 0 | C(v)] (``Reduced``)
+        Cv = self._coef(v.double())[0]
+        return 2.0 * red.jacobian_coef(q) @ red.gram[:, red.nb - Cv.shape[1]:] @ Cv.T
+
+    def energies(self, system: System, state) -> dict[str, float]:
+        """``eom.energies`` of the model at ``state`` (``Reduced.energies``)."""
+        return self.reduced(system).energies(system, state.q, state.qd)
 
     def disagreement(self, other: LocalModel, qd: torch.Tensor, dt: float, size: float) -> float:
         """Model vs network at the anchor q_b of ``other`` (whose x, J are the network's) and velocity qd (k,):
@@ -127,3 +142,147 @@ def anchor(system: System, q: torch.Tensor, directions=(), tol: float = 1e-3) ->
              for u in U]
         G = torch.stack(G) if G else torch.zeros(0, k, *x.shape[1:], dtype=torch.float64)
         return LocalModel(q.double().clone(), x[0].double(), J.double(), U, G)
+
+
+@dataclass
+class Reduced:
+    """The quadratic model of a :class:`LocalModel` with the points contracted away (issue 17): a substep
+    without contact forces then costs O(n_b^2 k) with n_b = 1 + k + r k, independent of the point count.
+
+    Every model quantity is a combination of the n_b basis rows B = [x_a; J_a; G] (n_b, 3P): x = a_x B,
+    J = A_J B, H~[qd, qd] = a_h B (``LocalModel.kinematics``), so with W = diag(m) per coordinate
+    M = A_J (B W B^T) A_J^T + m_reg I, the gravity force J^T W g = A_J (B W g), the velocity product
+    J^T W H~[qd, qd] = A_J Gram a_h, T = 1/2 a_xd Gram a_xd (a_xd = qd A_J) and V_g = -a_x (B W g) + const
+    (NeuROK Sec. 5.2, Eq. 3, on the model). Constant point-force fields (wind, handle forces) are contracted
+    the same way; springs keep their handles' basis rows only (h points). Contact forces (floor, part contacts,
+    joint stops) need the points: x = a_x B and xd = a_xd B (two products with B), their force f enters as
+    A_J (B f), and the implicit solve's contact matrices get J only at the points they index
+    (:class:`ModelJacobian`).
+
+    Attributes
+    ----------
+    model : the LocalModel.
+    nb : n_b.
+    gram : (n_b, n_b) B W B^T, kg m^2 per unit q^2.
+    grav : (n_b,) B W g, N m.
+    fields : per system force, (n_b,) B f of its constant point forces, or None for a contact force.
+    basis : (n_b, P, 3) B, metres (per unit q, q^2).
+    handles : per spring, ((n_b, h, 3) basis rows at its handles, (h, 3) handle position at a_x = 0), metres.
+    v_rest : sum_p m_p g . x_rest_p, J (the gravity energy of the rest shape).
+    head : (k, 1 + k) the first columns [0 | I] of every A_J.
+    """
+
+    model: LocalModel
+    nb: int
+    gram: torch.Tensor
+    grav: torch.Tensor
+    fields: list
+    handles: list
+    v_rest: float
+    head: torch.Tensor
+    basis: torch.Tensor
+
+    @classmethod
+    def build(cls, model: LocalModel, system: System) -> Reduced:
+        """Contract ``model``'s basis with the masses, gravity, constant forces and spring handles of ``system``."""
+        from kinemesh.dynamics.eom import _rest_points
+
+        B = torch.cat([model.x.reshape(1, -1), model._Jf, model._Gf])  # (n_b, 3P)
+        nb, P = B.shape[0], model.x.shape[0]
+        m, g = system.point_mass, system.gravity
+        BW = B * m.repeat_interleave(3)
+        Bp = B.reshape(nb, P, 3)
+        fields = []
+        for f in system.forces:
+            if hasattr(f, "contact_forces"):
+                fields.append(None)
+                continue
+            pf = f.point_forces() if hasattr(f, "point_forces") else f.handles.spread(f.force, P)
+            fields.append(B @ pf.reshape(-1))
+        rp = system.decoder.rest_points.detach().double()
+        handles = []
+        for s in system.springs:
+            w = s.handles.w.to(B)[..., None]  # (h, n, 1)
+            handles.append(((w * Bp[:, s.handles.idx]).sum(-2), s.handles.rest - (w * rp[s.handles.idx]).sum(-2)))
+        k = model.J.shape[0]
+        return cls(model, nb, 0.5 * (BW @ B.T + B @ BW.T), BW @ g.repeat(P), fields, handles,
+                   float((m[:, None] * _rest_points(system) * g).sum()),
+                   torch.cat([torch.zeros(k, 1, dtype=B.dtype), model._eye], 1), Bp)
+
+    def position_coef(self, q: torch.Tensor) -> torch.Tensor:
+        """a_x (n_b,) with x(q) = a_x B (``LocalModel.kinematics``)."""
+        md = self.model
+        d = q.double() - md.q
+        s = md.U @ d
+        e = d - md.U.T @ s
+        return torch.cat([d.new_ones(1), d, (s[:, None] * (e + 0.5 * md.U.T @ s)[None]).reshape(-1)])
+
+    def jacobian_coef(self, q: torch.Tensor) -> torch.Tensor:
+        """A_J (k, n_b) = [0 | I | C(q - q_a)] with J(q) = A_J B."""
+        md = self.model
+        return torch.cat([self.head, md._coef(q.double() - md.q)[0]], 1)
+
+    def terms(self, system: System, q: torch.Tensor, qd: torch.Tensor,
+              t: float) -> tuple[torch.Tensor, torch.Tensor, Kinematics]:
+        """(M (k, k), rhs (k,), Kinematics) at (q, qd, t): M = J^T W J + m_reg I and rhs = -dV/dq + J^T f_ext
+        - J^T W H~[qd, qd] (``eom.acceleration`` before damping), both of the model; the Kinematics holds
+        ``hj``, the handle Jacobians (k, h, 3) of the system's springs, and only with contact forces the points
+        x, velocities xd (P, 3) and J as a :class:`ModelJacobian` (else None)."""
+        A = self.jacobian_coef(q)
+        AG = A @ self.gram
+        M = AG @ A.T  # symmetric (Gram is)
+        if system.latent_inertia:
+            M.diagonal().add_(system.latent_inertia)
+        U = self.model.U
+        sv = U @ qd
+        a_h = (sv[:, None] * (2.0 * qd - U.T @ sv)[None]).reshape(-1)  # H~[qd, qd] = a_h G (LocalModel._coef)
+        f = self.grav
+        kin = Kinematics(x=None, J=None, hj=[])
+        for force, bf in zip(system.forces, self.fields):
+            if bf is None:  # a contact force: at the points
+                if kin.x is None:
+                    B = self.basis.reshape(self.nb, -1)
+                    kin.x = (self.position_coef(q) @ B).reshape(self.basis.shape[1:])
+                    kin.xd = ((qd @ A) @ B).reshape(self.basis.shape[1:])
+                    kin.J = ModelJacobian(A, self.basis)
+                f = f + B @ force.contact_forces(kin.x, kin.xd, system.point_mass).reshape(-1)
+            elif hasattr(force, "point_forces") or force.t_start <= t < force.t_end:
+                f = f + bf
+        rhs = A @ f - AG[:, self.nb - a_h.shape[0]:] @ a_h + latent_forces(system, q)
+        if system.springs:
+            a_x = self.position_coef(q)
+            for s, (Bh, c) in zip(system.springs, self.handles):
+                Jh = torch.einsum("ib,bhc->ihc", A, Bh)
+                r = c + torch.einsum("b,bhc->hc", a_x, Bh) - s.target
+                rhs = rhs - s.stiffness * torch.einsum("ihc,hc->i", Jh, r)
+                kin.hj.append(Jh)
+        return M, rhs, kin
+
+    def energies(self, system: System, q: torch.Tensor, qd: torch.Tensor) -> dict[str, float]:
+        """{'kinetic', 'potential', 'total'} of the model at (q, qd), joules (``eom.energies`` on the model)."""
+        q, qd = q.double(), qd.double()
+        a_xd = qd @ self.jacobian_coef(q)
+        a_x = self.position_coef(q)
+        T = 0.5 * float(a_xd @ self.gram @ a_xd) + 0.5 * system.latent_inertia * float(qd @ qd)
+        V = -float(a_x @ self.grav) + self.v_rest + float(latent_potential(system, q))
+        for s, (Bh, c) in zip(system.springs, self.handles):
+            r = c + torch.einsum("b,bhc->hc", a_x, Bh) - s.target
+            V += 0.5 * s.stiffness * float((r * r).sum())
+        return {"kinetic": T, "potential": V, "total": T + V}
+
+
+class ModelJacobian:
+    """The Jacobian J = A_J B (k, P, 3) of a :class:`Reduced` model, formed only where it is indexed: J[:, idx]
+    and J[:, idx, c] (idx: point indices or a (P,) mask) cost O(k n_b |idx|) instead of O(k n_b P).
+    ``shape`` is (k, P, 3)."""
+
+    def __init__(self, A: torch.Tensor, basis: torch.Tensor):
+        self.A, self.basis = A, basis
+        self.shape = (A.shape[0],) + tuple(basis.shape[1:])
+
+    def __getitem__(self, key):
+        if not (isinstance(key, tuple) and len(key) >= 2 and key[0] == slice(None)):
+            raise IndexError("ModelJacobian supports J[:, points] and J[:, points, coords] only")
+        sub = self.basis[:, key[1]]  # (n_b, n, 3)
+        J = (self.A @ sub.reshape(sub.shape[0], -1)).reshape((self.A.shape[0],) + tuple(sub.shape[1:]))
+        return J[(slice(None), slice(None)) + tuple(key[2:])]
