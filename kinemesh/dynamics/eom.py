@@ -115,7 +115,9 @@ def _barrier(system: System, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
     return e, system.barrier_stiffness * excess * excess * torch.sign(d)
 
 
-def _rest_points(system: System) -> torch.Tensor:
+def decoded_rest_points(system: System) -> torch.Tensor:
+    """The points decoded at the rest state q_rest (P, 3) metres, float64, cached on ``system``: the reference
+    of the gravity potential."""
     cache = getattr(system, "_rest_x", None)
     if cache is None:
         dt = decoder_dtype(system)
@@ -132,7 +134,8 @@ def potential_energy(system: System, q: torch.Tensor, x: torch.Tensor | None = N
         with torch.no_grad():
             x = system.decoder.points(q.to(dt)).double()
     q = q.double()
-    V = -(system.point_mass[:, None] * (x - _rest_points(system)) * system.gravity).sum() + latent_potential(system, q)
+    V = -(system.point_mass[:, None] * (x - decoded_rest_points(system)) * system.gravity).sum()
+    V = V + latent_potential(system, q)
     rp = system.decoder.rest_points.detach().double()
     for s in system.springs:
         r = s.handles.positions(x, rp) - s.target

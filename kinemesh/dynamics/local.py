@@ -185,7 +185,7 @@ class Reduced:
     @classmethod
     def build(cls, model: LocalModel, system: System) -> Reduced:
         """Contract ``model``'s basis with the masses, gravity, constant forces and spring handles of ``system``."""
-        from kinemesh.dynamics.eom import _rest_points
+        from kinemesh.dynamics.eom import decoded_rest_points
 
         B = torch.cat([model.x.reshape(1, -1), model._Jf, model._Gf])  # (n_b, 3P)
         nb, P = B.shape[0], model.x.shape[0]
@@ -206,7 +206,7 @@ class Reduced:
             handles.append(((w * Bp[:, s.handles.idx]).sum(-2), s.handles.rest - (w * rp[s.handles.idx]).sum(-2)))
         k = model.J.shape[0]
         return cls(model, nb, 0.5 * (BW @ B.T + B @ BW.T), BW @ g.repeat(P), fields, handles,
-                   float((m[:, None] * _rest_points(system) * g).sum()),
+                   float((m[:, None] * decoded_rest_points(system) * g).sum()),
                    torch.cat([torch.zeros(k, 1, dtype=B.dtype), model._eye], 1), Bp)
 
     def position_coef(self, q: torch.Tensor) -> torch.Tensor:

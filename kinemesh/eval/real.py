@@ -6,8 +6,9 @@ PartNet-Mobility input, with its base part held: ``SimulationSpec.fixed_base``).
 
 - drag test (issue 16): for every movable part (its joint, ``drag_joints``), the vertex of the moving part (the
   joint's child and the parts below it) farthest from the TRUE axis is dragged along the true motion, 60 deg
-  about the axis (or the joint's range if smaller), or 50% of a slide's travel, with the latent dynamics and a holding spring (the
-  pipeline of ``kinemesh simulate --action drag --hold``, NeuROK Sec. 5.3). At the last frame: ``follow`` = the
+  about the axis (or the joint's range if smaller), or 50% of a slide's travel, with the latent dynamics and a
+  holding spring (the pipeline of ``kinemesh simulate --action drag --hold``, NeuROK Sec. 5.3; joints predicted
+  from the object as ``kinemesh simulate`` loads it, ``predicted_full``). At the last frame: ``follow`` = the
   motion of the part's best-fit rigid motion (Kabsch) along the asked one (angle about the true axis, or
   translation along it) / the asked motion; ``rest_motion`` = mean displacement of the other vertices / the
   object's size (longest side of its rest bounding box); ``attached`` = every pair of parts a joint connects
