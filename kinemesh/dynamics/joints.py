@@ -55,11 +55,12 @@ CALIBRATION_TURN = 0.5 * np.pi
 MAX_GAIN = 10.0
 """Largest singular value of the joint calibration (module docstring)."""
 MIN_POINTS = 8
-HANDLE_POINTS = 12  # sample points carrying a dragged / poked vertex of a part (``JointDecoder.handle_weights``)
 """A part with fewer sample points is not read from the network (its joint stays at 0, or with ``direct`` has a
 coordinate of its own): the rigid motion of three or four points of a small wheel is too noisy to follow (a
 cart's wheels, 3-4 of 512 points, diverged). An instance bound with part ids gives every part
 ``kinemesh.model.api.PART_POINTS`` (16) points, so this applies only when there are more parts than points / 16."""
+HANDLE_POINTS = 12
+"""Sample points of its part that carry a dragged / poked vertex (``JointDecoder.handle_weights``)."""
 
 
 def _rigid_from_anchors(rest: torch.Tensor, now: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -345,17 +346,20 @@ class JointDecoder:
         function of the rest position, reproduced exactly by weights with sum 1 and sum w_j p_j = v over the
         vertex's part's ``k`` nearest sample points p_j (least norm; parts with fewer points are padded with
         zero weights). Inverse-distance weights of nearby points instead average their displacements, which falls
-        short for a vertex outside its neighbours' hull: a knob's rim vertex dragged 60 deg reached 10 % of the
-        way. Vertices of no part keep the wrapped decoder's transfer."""
+        short for a vertex outside its neighbours' hull (oven knobs dragged 60 deg by their rim reached 3-39 % of
+        the way). Vertices of no part keep the nearest points' inverse-distance weights."""
         from kinemesh.geometry.transfer import knn_weights
 
         ids = np.asarray(vertex_ids, dtype=np.int64).reshape(-1)
         rp = self.decoder.rest_points.detach().double().cpu().numpy()
         rv = self.decoder.rest_vertices.detach().double().cpu().numpy()[ids]
         idx, w = np.zeros((len(ids), k), np.int64), np.zeros((len(ids), k))
+        owner = np.full(len(self.decoder.rest_vertices), -1)  # part (index into names) of every vertex
+        names = [n for n in self._vertices_of if n in self._points_of]
+        for i, n in enumerate(names):
+            owner[self._vertices_of[n].numpy()] = i
         for h, vid in enumerate(ids):
-            part = next((n for n, vi in self._vertices_of.items() if n in self._points_of and bool((vi == vid).any())),
-                        None)
+            part = names[owner[vid]] if owner[vid] >= 0 else None
             if part is None:
                 i, wt = knn_weights(rp, rv[h:h + 1], k=k)
                 idx[h], w[h] = i[0], wt[0]
