@@ -71,21 +71,24 @@ class LocalModel:
         C = s[None, :, None] * self._eye[:, None, :] + self.U.T[:, :, None] * e[None, None, :]
         return C.reshape(v.shape[0], -1), s, e
 
+    def hessian_coef(self, v: torch.Tensor) -> torch.Tensor:
+        """(r k,) coefficients of H~[v, v] = sum_{r, i} c[(r, i)] G[r, i]: c = s_r (2 v - U^T s)_i, s = U v
+        (``_coef`` with e = v - U^T s: H~[v, v] = sum_j v_j H~[e_j, v])."""
+        s = self.U @ v
+        return (s[:, None] * (2.0 * v - self.U.T @ s)[None]).reshape(-1)
+
     def kinematics(self, q: torch.Tensor, qd: torch.Tensor | None = None) -> Kinematics:
         """Model points x (P, 3), Jacobian J (k, P, 3) = J_a + H~[d, .], and (with ``qd``) xd = J qd and
         H~[qd, qd] (P, 3) at q (k,); a few matrix products with the anchor's (J, G) (no per-point loops)."""
         d = q.double() - self.q
-        C, s, e = self._coef(d)
         P = self.x.shape[0]
-        # x = x_a + J_a d + sum_r s_r sum_i (e_i + (U^T s)_i / 2) G[r, i]
-        x = self.x + (d @ self._Jf + (s[:, None] * (e + 0.5 * self.U.T @ s)[None]).reshape(-1) @ self._Gf).reshape(P, 3)
-        J = self.J + (C @ self._Gf).reshape(self.J.shape)
+        x = self.x + (d @ self._Jf + 0.5 * self.hessian_coef(d) @ self._Gf).reshape(P, 3)  # x_a + J_a d + H~[d, d]/2
+        J = self.J + (self._coef(d)[0] @ self._Gf).reshape(self.J.shape)
         out = Kinematics(x=x, J=J)
         if qd is not None:
             qd = qd.double()
             out.xd = (qd @ J.reshape(len(qd), -1)).reshape(P, 3)
-            _, sv, ev = self._coef(qd)  # H~[qd, qd] = sum_r sv_r sum_i (qd_i + ev_i) G[r, i]
-            out.hqq = ((sv[:, None] * (qd + ev)[None]).reshape(-1) @ self._Gf).reshape(P, 3)
+            out.hqq = (self.hessian_coef(qd) @ self._Gf).reshape(P, 3)
         return out
 
     def coupling(self, system: System, q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -211,11 +214,8 @@ class Reduced:
 
     def position_coef(self, q: torch.Tensor) -> torch.Tensor:
         """a_x (n_b,) with x(q) = a_x B (``LocalModel.kinematics``)."""
-        md = self.model
-        d = q.double() - md.q
-        s = md.U @ d
-        e = d - md.U.T @ s
-        return torch.cat([d.new_ones(1), d, (s[:, None] * (e + 0.5 * md.U.T @ s)[None]).reshape(-1)])
+        d = q.double() - self.model.q
+        return torch.cat([d.new_ones(1), d, 0.5 * self.model.hessian_coef(d)])
 
     def jacobian_coef(self, q: torch.Tensor) -> torch.Tensor:
         """A_J (k, n_b) = [0 | I | C(q - q_a)] with J(q) = A_J B."""
@@ -233,9 +233,7 @@ class Reduced:
         M = AG @ A.T  # symmetric (Gram is)
         if system.latent_inertia:
             M.diagonal().add_(system.latent_inertia)
-        U = self.model.U
-        sv = U @ qd
-        a_h = (sv[:, None] * (2.0 * qd - U.T @ sv)[None]).reshape(-1)  # H~[qd, qd] = a_h G (LocalModel._coef)
+        a_h = self.model.hessian_coef(qd)  # H~[qd, qd] = a_h G
         f = self.grav
         kin = Kinematics(x=None, J=None, hj=[])
         for force, bf in zip(system.forces, self.fields):
