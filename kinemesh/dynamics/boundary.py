@@ -23,6 +23,10 @@ log = logging.getLogger(__name__)
 BARRIER_WEIGHT = 100.0
 """Weight of the squared excess beyond the barrier radius (std) in ``solve_positions``, per size^2: 0.1 std
 beyond it costs as much as missing the target by the object's size (plausible states first)."""
+PROX_STAGES = 12
+"""Re-centred Tikhonov stages after the least-motion solve of ``solve_positions`` (at most)."""
+PROX_GAIN = 0.01
+"""A stage that closes less than this fraction of the remaining handle distance ends the stages."""
 
 
 @dataclass
@@ -43,14 +47,17 @@ def _size(system: System) -> float:
 
 def solve_positions(system: System, handles: Handles, targets, q_init=None, n_starts: int = 3,
                     iters: int = 40, reg: float = 1e-4, seed: int = 0,
-                    least_motion: float = 0.0) -> tuple[torch.Tensor, float]:
+                    least_motion: float = 0.0, polish: bool = False) -> tuple[torch.Tensor, float]:
     """q (k,) whose handles best reach ``targets`` (h, 3) metres, and the RMS residual (m).
 
     Levenberg-Marquardt on r(q) = x_h(q) - targets plus sqrt(reg) * size * (q - q_rest) and the soft barrier
     (plausible states only). ``least_motion`` > 0 adds sqrt(least_motion * m_p / M) (x_p(q) - x_p(q_rest)) for
     every point p of the parts the handles are not on (the decoder's ``point_groups``; nothing without parts):
     of the states that reach the target, the one moving the rest of the object least (a dragged door opens,
-    its neighbour stays). Starts: ``q_init`` (default q_rest) and ``n_starts - 1`` prior samples.
+    its neighbour stays). Starts: ``q_init`` (default q_rest) and ``n_starts - 1`` prior samples. ``polish``
+    (drags): then up to ``PROX_STAGES`` solves with the Tikhonov term centred on the previous answer instead
+    of q_rest, which close the gap that term leaves (comment in the code); not for fits of a whole shape (the
+    rest state), where it would move weakly determined coordinates to fit small residuals.
     """
     targets = torch.as_tensor(np.asarray(targets, dtype=np.float64)).reshape(-1, 3)
     if targets.shape[0] != len(handles):
@@ -89,26 +96,25 @@ def solve_positions(system: System, handles: Handles, targets, q_init=None, n_st
         excess = ((q - mu).abs() - r_b).clamp_min(0.0)
         return r, Jh, excess
 
-    def cost(q, kin):
+    def cost(q, kin, centre):
         r, _, excess = cost_terms(q, kin)
-        return float(r @ r + lam_reg * ((q - system.q_rest) ** 2).sum() + w_b * (excess ** 2).sum())
+        return float(r @ r + lam_reg * ((q - centre) ** 2).sum() + w_b * (excess ** 2).sum())
 
-    best_q, best_c = None, np.inf
-    for q in starts:
+    def descend(q, centre):  # damped Gauss-Newton on ``cost`` from q; (q, kin, cost)
         kin = kinematics(system, q)
-        c = cost(q, kin)
+        c = cost(q, kin, centre)
         damping = 1e-3
         for _ in range(iters):
             r, Jh, excess = cost_terms(q, kin)
             wb = w_b * (excess > 0).double()
             A = Jh.T @ Jh + lam_reg * torch.eye(k, dtype=torch.float64) + torch.diag(wb)
-            g = Jh.T @ r + lam_reg * (q - system.q_rest) + wb * excess * torch.sign(q - mu)
+            g = Jh.T @ r + lam_reg * (q - centre) + wb * excess * torch.sign(q - mu)
             improved = False
             for _ in range(8):
                 dq = -spd_solve(A + damping * (torch.diag(torch.diag(A)) + 1e-12 * torch.eye(k, dtype=A.dtype)), g)
                 qn = q + dq
                 kn = kinematics(system, qn)
-                cn = cost(qn, kn)
+                cn = cost(qn, kn, centre)
                 if np.isfinite(cn) and cn < c:
                     q, kin, improved = qn, kn, True
                     damping = max(damping / 3.0, 1e-9)
@@ -118,11 +124,33 @@ def solve_positions(system: System, handles: Handles, targets, q_init=None, n_st
                 damping *= 4.0
             if not improved or rel < 1e-7:
                 break
+        return q, kin, c
+
+    def miss(kin):  # RMS distance of the handles from their targets, m
+        r = handles.positions(kin.x, rp) - targets
+        return float(torch.sqrt((r * r).sum(-1).mean()))
+
+    best_q, best_kin, best_c = None, None, np.inf
+    for q in starts:
+        q, kin, c = descend(q, system.q_rest)
         if c < best_c:
-            best_q, best_c = q, c
-    kin = kinematics(system, best_q)
-    r = handles.positions(kin.x, rp) - targets
-    return best_q, float(torch.sqrt((r * r).sum(-1).mean()))
+            best_q, best_kin, best_c = q, kin, c
+    # iterated Tikhonov (proximal point): the term towards q_rest picked the least-motion answer but also held
+    # every coordinate back from the target in proportion to how little it moves the handles (a cart's wheel
+    # turned 0.6 of a 60 deg drag); re-centred on the last answer it only damps each further step, so the handles
+    # close the remaining gap while coordinates that do not move them stay where they are
+    q, kin, err = best_q, best_kin, miss(best_kin)
+    for _ in range(PROX_STAGES if polish else 0):
+        if err <= 1e-6 * size:
+            break
+        qn, kn, _ = descend(q, q)
+        en = miss(kn)
+        if not en < err:
+            break
+        q, kin, done, err = qn, kn, en > (1.0 - PROX_GAIN) * err, en
+        if done:
+            break
+    return q, err
 
 
 def solve_velocities(system: System, handles: Handles, q0: torch.Tensor, velocities,

@@ -407,7 +407,7 @@ def initial_conditions(system: System, spec: SimulationSpec, info: dict | None =
                               f"{tuple(np.round(h.rest[0].numpy(), 6))}")
         now = h.positions(kinematics(system, q0).x, rp)
         q0, rms = solve_positions(system, h, target, q_init=system.q_rest, seed=spec.seed,
-                                  least_motion=LEAST_MOTION)
+                                  least_motion=LEAST_MOTION, polish=True)
         info["drag_residual_m"] = rms
         reached = h.positions(kinematics(system, q0).x, rp)
         moved = float(torch.linalg.norm(reached - now))

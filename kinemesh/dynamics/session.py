@@ -55,7 +55,8 @@ class Session:
             self._handles = {vertex: make_handles(self.decoder, [vertex])}
         goal = np.asarray(target, np.float64).reshape(3) - self.rest_offset[vertex]  # the solver sees decoded points
         q, rms = solve_positions(self.system, self._handles[vertex], goal[None], q_init=torch.as_tensor(q),
-                                 n_starts=1, iters=iters, least_motion=LEAST_MOTION)
+                                 n_starts=1, iters=iters, least_motion=LEAST_MOTION,
+                                 polish=True)
         return q.detach().cpu().numpy().astype(np.float64), float(rms)
 
     def rollout(self, q0, qd0, n_frames: int, fps: float, substeps: int = 2, integrator: str = "midpoint",
