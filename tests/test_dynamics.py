@@ -57,6 +57,32 @@ def _fd_points(dec, q, eps=1e-5):
     return torch.stack(cols)
 
 
+def test_finite_differences_of_a_float32_decoder_use_a_step_its_rounding_allows():
+    """A float32 network's rounding (6e-8 relative) over the float64 step 1e-4 leaves noise of order 1 in the
+    second derivatives; the float32 step (``FD_STEP``) keeps J and H[qd, qd] within 1e-3 / 3e-2 of the exact ones
+    (of the same float32 parameters, evaluated in float64)."""
+    from kinemesh.dynamics.system import FD_STEP
+
+    dec32 = ToyDecoder(dtype=torch.float32, nonlinearity=1.0)
+    dec64 = ToyDecoder(dtype=torch.float32, nonlinearity=1.0)
+    dec64.rest_points, dec64.A, dec64.B = (t.double() for t in (dec64.rest_points, dec64.A, dec64.B))
+    m = torch.full((40,), 0.05, dtype=torch.float64)
+    q = torch.tensor([0.3, -0.7, 1.1], dtype=torch.float64)
+    qd = torch.tensor([0.5, 0.2, -0.9], dtype=torch.float64)
+    exact = kinematics(System(dec64, m, torch.zeros(3), derivatives="jvp"), q, qd)
+
+    def error(system):
+        kin = kinematics(system, q, qd)
+        return (float((kin.J - exact.J).abs().max() / exact.J.abs().max()),
+                float((kin.hqq - exact.hqq).abs().max() / exact.hqq.abs().max()))
+
+    system = System(dec32, m, torch.zeros(3), derivatives="fd")
+    assert system.fd_step == FD_STEP[torch.float32] > 1e-3
+    e_J, e_H = error(system)
+    assert e_J < 1e-3 and e_H < 3e-2
+    assert error(System(dec32, m, torch.zeros(3), derivatives="fd", fd_step=1e-4))[1] > 0.1  # the float64 step
+
+
 def test_jacobian_and_second_derivative_match_finite_differences():
     sysm = toy_system(derivatives="jvp")
     q = torch.tensor([0.3, -0.7, 1.1], dtype=torch.float64)

@@ -135,12 +135,20 @@ def test_dynamics_validation_split(toy, tmp_path):
         dynamics.DynamicsEvalConfig(split="train")
 
 
-def test_real_rows(toy, tmp_path):
+@pytest.mark.parametrize("gravity", [False, True])
+def test_real_rows(toy, tmp_path, gravity, monkeypatch):
     """The drag test on the tiny PartNet-Mobility-style cabinet: a drag per movable part, asked from its limits
-    (the screw lid once, along its turn)."""
+    (the screw lid once, along its turn); ``--gravity`` drags under gravity."""
+    import kinemesh.dynamics.scene as scene
+
+    specs = []
+    simulate = scene.simulate_mesh
+    monkeypatch.setattr(scene, "simulate_mesh", lambda d, v, f, spec, **kw: specs.append(spec) or simulate(
+        d, v, f, spec, **kw))
     make_partnet_folder(tmp_path / "objects" / "cab")
     res = real.evaluate(real.RealEvalConfig(real=str(tmp_path / "objects"), checkpoint=str(toy[1]), frames=3,
-                                            points=64, samples=2))
+                                            points=64, samples=2, gravity=gravity))
+    assert len(specs) == 3 and all(s.gravity == gravity and s.hold for s in specs)
     (row,) = res.rows
     assert row["object"] == "cab" and row["parts"] == 5
     assert row["probes"] == "predicted"  # joints predicted from the object as `kinemesh simulate` loads it

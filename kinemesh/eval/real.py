@@ -8,7 +8,8 @@ PartNet-Mobility input, with its base part held: ``SimulationSpec.fixed_base``).
   joint's child and the parts below it) farthest from the TRUE axis is dragged along the true motion, 60 deg
   about the axis (or the joint's range if smaller), or 50% of a slide's travel, with the latent dynamics and a
   holding spring (the pipeline of ``kinemesh simulate --action drag --hold``, NeuROK Sec. 5.3; joints predicted
-  from the object as ``kinemesh simulate`` loads it, ``predicted_full``). At the last frame: ``follow`` = the
+  from the object as ``kinemesh simulate`` loads it, ``predicted_full``; without gravity unless ``--gravity``).
+  At the last frame: ``follow`` = the
   motion of the part's best-fit rigid motion (Kabsch) along the asked one (angle about the true axis, or
   translation along it) / the asked motion; ``rest_motion`` = mean displacement of the other vertices / the
   object's size (longest side of its rest bounding box); ``attached`` = every pair of parts a joint connects
@@ -27,7 +28,7 @@ PartNet-Mobility input, with its base part held: ``SimulationSpec.fixed_base``).
 
 Inverse kinematics of real poses is ``kinemesh eval ik --real DIR``.
 
-    kinemesh eval real --real DIR [--split all|val] [--frames 30] [--points 512] [--out FILE.json]
+    kinemesh eval real --real DIR [--split all|val] [--frames 30] [--points 512] [--gravity] [--out FILE.json]
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ class RealEvalConfig:
                          choices=("predicted", "given"))
     free_parts: bool = option(False, "move the parts as the network decodes them, not along those joints "
                               "(what simulate --free-parts does; the ablation of kinemesh.dynamics.joints)")
+    gravity: bool = option(False, "drag under gravity (the parts hang on their joints while the hand holds the "
+                           "dragged vertex, as kinemesh simulate --gravity)")
     seed: int = option(0)
 
     def __post_init__(self):
@@ -242,7 +245,7 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
         vid = int(np.flatnonzero(moving)[np.argmax(radial)])
         target = (j.motion(asked)[:3, :3] @ v[vid] + j.motion(asked)[:3, 3])
         spec = SimulationSpec(kind=b.kind, frames=cfg.frames, drag_vertex=vid, drag_to=tuple(target), hold=True,
-                              seed=cfg.seed, joints=not cfg.free_parts)
+                              seed=cfg.seed, joints=not cfg.free_parts, gravity=cfg.gravity)
         try:
             res = simulate_mesh(b.decoder, v, f, spec, part_ids=pid, progress=False, articulation=art,
                                 part_names=wm.part_names)
