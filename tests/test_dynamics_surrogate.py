@@ -123,3 +123,17 @@ def test_distilled_block_redone_with_the_network_where_the_surrogate_disagrees()
                     energy_check=False)
     assert out.fallback_frames >= 8 and out.anchors > 0 and out.q[-1, 0] > 0.5
     assert any("network's anchors" in w for w in out.warnings)
+
+
+def test_anchor_on_a_surrogate_reads_its_exact_derivatives():
+    """``local.anchor`` on a PolySurrogate system takes x, J and G from the polynomial (no differences), with its
+    directions orthonormalised as on the network."""
+    from kinemesh.dynamics.local import anchor
+
+    sysm = cabinet_system()
+    sys_s = with_surrogate(sysm, fit(sysm.decoder, torch.zeros(2, dtype=torch.float64), radius=0.3, degree=3))
+    q, v = torch.tensor([0.1, -0.05], dtype=torch.float64), torch.tensor([0.6, 0.8], dtype=torch.float64)
+    m = anchor(sys_s, q, [v])
+    x, J, G = sys_s.decoder.derivatives(q, m.U)
+    assert torch.equal(m.x, x) and torch.equal(m.J, J) and torch.equal(m.G, G)
+    assert torch.allclose(m.U[0], v / v.norm(), atol=1e-15) and torch.allclose(J, _jac(sys_s.decoder.points, q))
