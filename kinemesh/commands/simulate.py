@@ -92,7 +92,8 @@ def add_simulation_arguments(p) -> None:
     t.add_argument("--integrator", default="auto", choices=["auto", "midpoint", "rk4", "local", "distilled"],
                    help="auto (default): local for articulated objects, midpoint otherwise; implicit midpoint "
                    "(time-reversible), classical RK4, or local: implicit midpoint on a local Taylor model of the "
-                   "network refreshed per frame segment (several times faster)")
+                   "network refreshed per frame segment (several times faster), or distilled: local on a "
+                   "polynomial surrogate of the network checked against it at every frame (elastic bodies)")
 
 
 def register(sub) -> None:

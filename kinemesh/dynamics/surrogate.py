@@ -9,11 +9,16 @@ the ball (the 2 k states c +- rho e_i and uniform samples) and a least-squares f
 
     x(q) ~ sum_f phi_f((q - c) / rho) C_f,    phi_f(d) = prod_i d_i^{E_fi},  |E_f| <= degree,
 
-C (F, P, 3). The rollout then runs the ``local`` integrator on the surrogate (anchors cost a polynomial
-evaluation, not the transformer) in blocks of frames; after every block the network is decoded at the block's
-frames and compared with the surrogate there (max point distance, fraction of the size). A block beyond
-``DISTILLED_TOL`` is redone with the network's own anchors (``local``), and the surrogate is refit around the state
-whenever it has moved more than half the radius from its centre.
+C (F, P, 3). The rollout then runs the ``local`` integrator on the surrogate with one anchor per frame and no
+trust box (an anchor is a polynomial evaluation with exact derivatives, not the transformer; the frame's substeps
+fall where the exact integrator takes them, and a frame whose model disagrees is redone with the exact
+implicit-midpoint steps on the surrogate), in blocks of ``DISTILLED_BLOCK`` frames; after every block the network
+is decoded at the block's frames and compared with the surrogate there (max point distance, fraction of the
+size). Frames from the first one beyond ``DISTILLED_TOL`` or outside the ball are dropped and the surrogate is refit
+at the last kept state (also when the state moved more than half the radius from the centre); a fresh fit that
+fails at once has its block redone with the network's anchors (``local``). The check bounds the points, not
+their derivatives: on a strongly curved map (the toy cabinet's tanh joints, degree 2 in a ball of 0.3) the rollout
+can drift from the network's while every checked frame agrees, so keep the ball where the fit is good.
 
 The surrogate replaces the network's latent map only: on a ``FloatingDecoder`` (free bodies) the rigid-body
 coordinates stay exact (``with_surrogate``).
