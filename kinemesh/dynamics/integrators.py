@@ -29,7 +29,7 @@ from kinemesh.errors import ConfigError, SimulationDivergedError
 
 log = logging.getLogger(__name__)
 
-INTEGRATORS = ("midpoint", "rk4", "local")
+INTEGRATORS = ("midpoint", "rk4", "local", "distilled")
 
 LOCAL_RADIUS = 0.5
 """Trust box of the ``local`` integrator: re-anchor when a coordinate moved this far (prior std) from q_a."""
@@ -207,6 +207,8 @@ def step(system: System, state: State, dt: float, integrator: str = "midpoint", 
         return local_frame(system, state, local, dt, 1, math.inf, math.inf, 1.0, math.inf)[0]
     if integrator == "rk4":
         return step_rk4(system, state, dt)
+    if integrator == "distilled":
+        raise ConfigError("the distilled integrator runs whole rollouts (integrate), not single steps")
     raise ConfigError(f"integrator {integrator!r}: choose one of {INTEGRATORS}")
 
 
@@ -225,6 +227,8 @@ class Rollout:
     disagreement : ``local``: the largest model-vs-network disagreement at an accepted anchor, fraction of the
         object size (max over points; 0 for the others).
     exact_frames : ``local``: frames integrated with the network's own steps after the model kept disagreeing.
+    surrogate_fits : ``distilled``: polynomial surrogates fit (``kinemesh.dynamics.surrogate``; 0 for the others).
+    fallback_frames : ``distilled``: frames redone with the network's anchors after the surrogate disagreed.
     """
 
     q: np.ndarray
@@ -238,6 +242,8 @@ class Rollout:
     anchors: int = 0
     disagreement: float = 0.0
     exact_frames: int = 0
+    surrogate_fits: int = 0
+    fallback_frames: int = 0
 
     @property
     def energy_drift(self) -> float:
@@ -253,7 +259,8 @@ def _runaway(system: System, state: State, limit: float) -> bool:
 def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, substeps: int = 2,
              integrator: str = "midpoint", max_halvings: int = 6, runaway_std: float | None = None,
              energy_check: bool = True, progress: bool = False, max_dq: float = 0.25,
-             max_substeps: int = 512, radius: float | None = None, agree_tol: float | None = None) -> Rollout:
+             max_substeps: int = 512, radius: float | None = None, agree_tol: float | None = None,
+             span: int | None = None) -> Rollout:
     """Roll out ``n_frames`` frames (the first is ``state0``) at ``fps`` with ``substeps`` steps per frame.
 
     Stability guard: when a step is rejected (implicit solve not converging, non-finite or runaway state, or -
@@ -270,7 +277,8 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
 
     ``local`` integrator: ``radius`` is the trust box (q units, default ``LOCAL_RADIUS``) and ``agree_tol`` the
     accepted disagreement (fraction of the object size, default ``LOCAL_TOL``) of the local model (module
-    docstring); a larger disagreement redoes the frame (``LOCAL_RETRIES``).
+    docstring); a larger disagreement redoes the frame (``LOCAL_RETRIES``); ``span`` the most frames one anchor
+    may span (default ``LOCAL_FRAMES``). ``distilled``: ``kinemesh.dynamics.surrogate.integrate_distilled``.
 
     Raises
     ------
@@ -278,8 +286,15 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
     """
     if runaway_std is None:
         runaway_std = system.barrier_radius + 9.0
+    if integrator == "distilled":  # the local integrator on a surrogate, checked against the network per block
+        from kinemesh.dynamics.surrogate import integrate_distilled
+
+        return integrate_distilled(system, state0, n_frames, fps, progress=progress, substeps=substeps,
+                                   max_halvings=max_halvings, runaway_std=runaway_std, energy_check=energy_check,
+                                   max_dq=max_dq, max_substeps=max_substeps, radius=radius, agree_tol=agree_tol)
     radius = LOCAL_RADIUS if radius is None else float(radius)
     agree_tol = LOCAL_TOL if agree_tol is None else float(agree_tol)
+    span = LOCAL_FRAMES if span is None else int(span)
     if n_frames < 1:
         raise ConfigError(f"frames must be >= 1, got {n_frames}")
     if not (fps > 0 and math.isfinite(fps)):
@@ -320,7 +335,7 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
                     try:
                         s, model, n_used, n_new, err_max = local_frame(system, state, cur, frame_dt, n_sub,
                                                                        radius * 0.5 ** tries, agree_tol, size,
-                                                                       runaway_std, reuse=tries == 0)
+                                                                       runaway_std, reuse=tries == 0, span=span)
                     except ModelDisagrees:
                         raise
                     except StepRejected as exc:  # the model's solve failed: smaller pieces, then the network's steps
@@ -347,7 +362,8 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
             except ModelDisagrees as exc:
                 # this frame only: half the trust box and twice the substeps, after LOCAL_RETRIES tries the
                 # network's own steps (a decoder discontinuity, e.g. a flipped blend, never agrees)
-                tries += 1
+                # (no trust box, as ``distilled`` runs it: no smaller pieces, the exact steps at once)
+                tries = tries + 1 if math.isfinite(radius) else LOCAL_RETRIES + 1
                 n_sub = min(2 * n_sub, max_substeps)
                 msg = f"t={state.t:.3f} s: {exc}; " + ("frame redone with the network's own steps"
                                                       if tries > LOCAL_RETRIES else "frame redone in smaller pieces")
@@ -386,7 +402,7 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
 
 
 def local_frame(system: System, state: State, model, frame_dt: float, n_sub: int, radius: float, agree_tol: float,
-                size: float, runaway_std: float, reuse: bool = False) -> tuple:
+                size: float, runaway_std: float, reuse: bool = False, span: int = LOCAL_FRAMES) -> tuple:
     """One frame of the ``local`` integrator: (state, last LocalModel, substeps, anchors, largest disagreement).
 
     The frame is cut into segments of predicted motion |qd tau + qdd tau^2 / 2| <= ``radius`` (q units), each
@@ -395,10 +411,12 @@ def local_frame(system: System, state: State, model, frame_dt: float, n_sub: int
     acceleration. About the midpoint the model's error in the Hessian is odd in time and cancels over the
     segment, so the scheme stays second order (anchored at the segment start it is first order: the Coriolis
     term then lags by a Hessian change O(tau)). When a whole frame moves less than ``radius``, the segment spans
-    as many frames (at most ``LOCAL_FRAMES``) as stay within it, and with ``reuse`` a following frame inside that
+    as many frames (at most ``span``) as stay within it, and with ``reuse`` a following frame inside that
     segment (``model.t_end``) runs on the same model without a new anchor. Each new anchor is checked against
     the previous model (``model``, None = no check). Raises ModelDisagrees when they disagree beyond
     ``agree_tol`` or the state leaves the box of ``radius`` around the anchor, StepRejected as ``step_midpoint``.
+    An infinite ``radius`` makes the frame one segment (``distilled``: the substeps where the exact integrator
+    takes them).
     """
     from kinemesh.dynamics.local import anchor
 
@@ -416,7 +434,7 @@ def local_frame(system: System, state: State, model, frame_dt: float, n_sub: int
         n_seg = max(1, int(math.ceil(reach(frame_dt) / radius))) if math.isfinite(radius) else 1
         m = max(1, int(math.ceil(n_sub / n_seg)))
         tau = seg = frame_dt / n_seg
-        while n_seg == 1 and seg < LOCAL_FRAMES * frame_dt * (1.0 - 1e-9) and reach(seg + frame_dt) <= radius:
+        while n_seg == 1 and seg < span * frame_dt * (1.0 - 1e-9) and reach(seg + frame_dt) <= radius:
             seg += frame_dt  # a segment of several frames
     for _ in range(n_seg):
         if seg:

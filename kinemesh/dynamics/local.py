@@ -116,7 +116,8 @@ def anchor(system: System, q: torch.Tensor, directions=(), tol: float = 1e-3) ->
 
     ``system.derivatives == "fd"``: one batched decode of the (r + 1)(k + 1) states q, q + h e_i, q + h u_r and
     q + h u_r + h e_i (forward differences, h = ``system.fd_step``; a FloatingDecoder decodes its shared latent
-    parts once); ``"jvp"``: forward-mode J (k tangents at once) and a JVP of a JVP for each H[u_r, e_i].
+    parts once); ``"jvp"``: forward-mode J (k tangents at once) and a JVP of a JVP for each H[u_r, e_i]. A
+    ``surrogate.PolySurrogate`` decoder gives them exactly (``PolySurrogate.derivatives``).
     """
     dt = decoder_dtype(system)
     f = system.decoder.points
@@ -128,6 +129,11 @@ def anchor(system: System, q: torch.Tensor, directions=(), tol: float = 1e-3) ->
         n = float(torch.linalg.norm(w))
         if n > 0 and n > tol * float(torch.linalg.norm(v)):
             U = torch.cat([U, (w / n)[None]])
+    from kinemesh.dynamics.surrogate import PolySurrogate
+
+    if isinstance(system.decoder, PolySurrogate):  # ``distilled``: exact derivatives of the polynomial
+        x, J, G = system.decoder.derivatives(q.detach().double(), U)
+        return LocalModel(q.double().clone(), x, J, U, G)
     qq = q.detach().to(dt)
     E = torch.eye(k, dtype=dt)
     with torch.no_grad():

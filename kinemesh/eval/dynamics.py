@@ -50,7 +50,7 @@ class DynamicsEvalConfig:
     basis: str = option("auto", "what spans the reduced coordinates (kinemesh simulate --basis); a door's probes "
                         "follow joints predicted from its static shape", choices=("auto", "probes", "prior"))
     integrator: str = option("auto", "time integrator of both models (kinemesh simulate --integrator; auto: local "
-                             "for the doors, midpoint for the beam and cloth)", choices=("auto", "midpoint", "rk4", "local"))
+                             "for the doors, midpoint for the beam and cloth)", choices=("auto", "midpoint", "rk4", "local", "distilled"))
 
     def __post_init__(self):
         check(self)

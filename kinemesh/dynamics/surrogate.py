@@ -1,0 +1,255 @@
+"""A per-instance polynomial surrogate of the decoder, distilled from decoded states: the integrator
+``distilled`` (issue 17).
+
+The ``local`` integrator decodes the network (3 (k + 1) states) at every anchor, which is most of its time on a
+soft beam. Within a ball of radius rho (prior std) around a centre c the decoder is close to a low-degree
+polynomial (measured on the bench beam: degree 2 in a ball of 1 std errs by 0.06 % of the size on held-out
+decoded states while the points move 9 %), so before integrating, one batched network call decodes n states of
+the ball (the 2 k states c +- rho e_i and uniform samples) and a least-squares fit gives
+
+    x(q) ~ sum_f phi_f((q - c) / rho) C_f,    phi_f(d) = prod_i d_i^{E_fi},  |E_f| <= degree,
+
+C (F, P, 3). The rollout then runs the ``local`` integrator on the surrogate with one anchor per frame and no
+trust box (an anchor is a polynomial evaluation with exact derivatives, not the transformer; the frame's substeps
+fall where the exact integrator takes them, and a frame whose model disagrees is redone with the exact
+implicit-midpoint steps on the surrogate), in blocks of ``DISTILLED_BLOCK`` frames; after every block the network
+is decoded at the block's frames and compared with the surrogate there (max point distance, fraction of the
+size). Frames from the first one beyond ``DISTILLED_TOL`` or outside the ball are dropped and the surrogate is refit
+at the last kept state (also when the state moved more than half the radius from the centre); a fresh fit that
+fails at once has its block redone with the network's anchors (``local``). The check bounds the points, not
+their derivatives: on a strongly curved map (the toy cabinet's tanh joints, degree 2 in a ball of 0.3) the rollout
+can drift from the network's while every checked frame agrees, so keep the ball where the fit is good.
+
+The surrogate replaces the network's latent map only: on a ``FloatingDecoder`` (free bodies) the rigid-body
+coordinates stay exact (``with_surrogate``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+import math
+
+import numpy as np
+import torch
+
+from kinemesh.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+DISTILLED_DEGREE = 2
+"""Total degree of the surrogate polynomial."""
+DISTILLED_RADIUS = 1.0
+"""Radius (prior std, 2-norm over the latent coordinates) of the ball the surrogate is fit in."""
+DISTILLED_SAMPLES = 2.0
+"""Decoded states per polynomial coefficient of the fit (the 2 k axis states included)."""
+DISTILLED_BLOCK = 8
+"""Frames integrated on the surrogate between two checks against the network."""
+DISTILLED_TOL = 0.005
+"""Largest accepted surrogate-vs-network point distance at a checked frame, fraction of the object size."""
+
+
+def exponents(k: int, degree: int) -> torch.Tensor:
+    """(F, k) int64 exponents of every monomial of total degree <= ``degree`` in k variables (constant first)."""
+    rows = [[0] * k]
+    for p in range(1, degree + 1):
+        for c in itertools.combinations_with_replacement(range(k), p):
+            e = [0] * k
+            for i in c:
+                e[i] += 1
+            rows.append(e)
+    return torch.tensor(rows, dtype=torch.int64)
+
+
+class PolySurrogate:
+    """x(q) = phi((q - c) / rho) C, a polynomial stand-in for ``decoder.points`` (module docstring). float64.
+
+    Attributes
+    ----------
+    decoder : the decoder it was fit to (its other attributes pass through; ``vertices`` is the network's).
+    center : (k,) c. radius : rho (prior std).
+    exps : (F, k) monomial exponents. coef : (F, 3P) C, metres.
+    fit_error : largest held-out error at fit time, fraction of the object size.
+    """
+
+    def __init__(self, decoder, center: torch.Tensor, radius: float, exps: torch.Tensor, coef: torch.Tensor,
+                 fit_error: float = 0.0):
+        self.decoder, self.center, self.radius = decoder, center.double(), float(radius)
+        self.exps, self.coef, self.fit_error = exps, coef.double(), float(fit_error)
+        self.mu_cond = decoder.mu_cond
+        self.rest_points = decoder.rest_points
+        self.rest_vertices = decoder.rest_vertices
+        self._ef = exps.double()
+
+    def features(self, q: torch.Tensor) -> torch.Tensor:
+        """phi (..., F) at q (..., k)."""
+        d = (q.double() - self.center) / self.radius
+        return (d[..., None, :] ** self._ef).prod(-1)
+
+    def points(self, q: torch.Tensor) -> torch.Tensor:
+        """q (..., k) -> (..., P, 3) metres, float64."""
+        return (self.features(q) @ self.coef).reshape(*q.shape[:-1], -1, 3)
+
+    points_nograd = points
+
+    def derivatives(self, q: torch.Tensor, U: torch.Tensor | None = None) -> tuple:
+        """(x (P, 3), J (k, P, 3), G (r, k, P, 3)) at q (k,), exact: J[i] = dx/dq_i and G[r, i] = H[u_r, e_i]
+        for the rows u_r of U (r, k) (None: r = 0), H = d2x/dq2."""
+        k, d = q.shape[-1], (q.double() - self.center) / self.radius
+        E = self._ef
+        eye = torch.eye(k, dtype=torch.float64)
+        # d phi_f / d d_j = E_fj d^(E_f - e_j); d2 / d d_j d d_l = E_fj (E_fl - delta_jl) d^(E_f - e_j - e_l)
+        E1 = (E[None] - eye[:, None]).clamp_min(0)  # (k, F, k)
+        D1 = E.T * (d ** E1).prod(-1)  # (k, F)
+        x = (self.features(q) @ self.coef).reshape(-1, 3)
+        J = (D1 @ self.coef).reshape(k, -1, 3) / self.radius
+        if U is None or len(U) == 0:
+            return x, J, torch.zeros(0, k, *x.shape, dtype=torch.float64)
+        E2 = (E[None, None] - eye[:, None, None] - eye[None, :, None]).clamp_min(0)  # (k, k, F, k)
+        D2 = E.T[:, None] * (E.T[None] - eye[:, :, None]) * (d ** E2).prod(-1)  # (k, k, F)
+        G = torch.einsum("rj,jif,fn->rin", U.double(), D2, self.coef).reshape(len(U), k, -1, 3)
+        return x, J, G / self.radius ** 2
+
+    def __getattr__(self, name):  # faces, skin weights, vertices, ... of the decoder it stands for
+        if name == "decoder":
+            raise AttributeError(name)
+        return getattr(self.decoder, name)
+
+
+def _decode(decoder, Q: torch.Tensor) -> torch.Tensor:
+    """Network points (n, P, 3) float64 of states Q (n, k), one batched call without gradients."""
+    mu = getattr(decoder, "mu_cond", None)
+    dt = mu.dtype if isinstance(mu, torch.Tensor) and mu.is_floating_point() else torch.float32
+    with torch.no_grad():
+        return getattr(decoder, "points_nograd", decoder.points)(Q.to(dt)).double()
+
+
+def fit(decoder, center: torch.Tensor, radius: float | None = None, degree: int | None = None,
+        samples: float | None = None, held_out: int = 8, seed: int = 0) -> PolySurrogate:
+    """A PolySurrogate of ``decoder.points`` in the ball of ``radius`` around ``center`` (k,): least squares on
+    round(``samples`` F) decoded states (the 2 k states c +- rho e_i, the rest uniform in the ball) and its
+    error on ``held_out`` more (``fit_error``, max over points and states, fraction of the object size).
+
+    None = ``DISTILLED_RADIUS`` / ``DISTILLED_DEGREE`` / ``DISTILLED_SAMPLES``. Raises ConfigError for degree < 1,
+    radius <= 0 or samples < 1."""
+    radius = DISTILLED_RADIUS if radius is None else float(radius)
+    degree = DISTILLED_DEGREE if degree is None else int(degree)
+    samples = DISTILLED_SAMPLES if samples is None else float(samples)
+    if degree < 1 or not radius > 0 or not samples >= 1:
+        raise ConfigError(f"surrogate: need degree >= 1, radius > 0 and samples >= 1 per coefficient, got "
+                          f"{degree}, {radius}, {samples}")
+    center = center.detach().double()
+    k = int(center.shape[0])
+    exps = exponents(k, degree)
+    n = max(int(round(samples * len(exps))), 2 * k)
+    g = torch.Generator().manual_seed(seed)
+    u = torch.randn(n - 2 * k + held_out, k, generator=g, dtype=torch.float64)
+    r = torch.rand(len(u), 1, generator=g, dtype=torch.float64) ** (1.0 / k)  # uniform in the ball
+    eye = torch.eye(k, dtype=torch.float64)
+    D = torch.cat([eye, -eye, u / u.norm(dim=1, keepdim=True) * r]) * radius
+    X = _decode(decoder, center + D)
+    sur = PolySurrogate(decoder, center, radius, exps, torch.zeros(len(exps), X[0].numel(), dtype=torch.float64))
+    fit_rows = slice(0, n)
+    sur.coef = torch.linalg.lstsq(sur.features(center + D[fit_rows]), X[fit_rows].reshape(n, -1)).solution
+    if held_out:
+        sur.fit_error = disagreement(sur, center + D[n:], X[n:])
+    return sur
+
+
+def _size(decoder) -> float:
+    rp = decoder.rest_points.detach().double()
+    return float((rp.max(0).values - rp.min(0).values).max()) or 1.0
+
+
+def disagreement(sur: PolySurrogate, Q: torch.Tensor, X: torch.Tensor | None = None) -> float:
+    """max over states Q (n, k) and points of |x_surrogate - x_network| / object size (X: the network's points
+    (n, P, 3) there, decoded when None)."""
+    X = _decode(sur.decoder, Q) if X is None else X
+    return float((sur.points(Q) - X).norm(dim=-1).max()) / _size(sur.decoder)
+
+
+def latent_decoder(decoder):
+    """The network map a surrogate replaces: the wrapped decoder of a ``FloatingDecoder`` (the rigid motion stays
+    exact), else ``decoder`` itself."""
+    from kinemesh.dynamics.floating import FloatingDecoder
+
+    return decoder.decoder if isinstance(decoder, FloatingDecoder) else decoder
+
+
+def with_surrogate(system, sur: PolySurrogate):
+    """A copy of ``system`` (same masses, forces, springs) whose decoder's latent map is ``sur``."""
+    from kinemesh.dynamics.floating import FloatingDecoder
+
+    dec = FloatingDecoder(sur) if isinstance(system.decoder, FloatingDecoder) else sur
+    return dataclasses.replace(system, decoder=dec)
+
+
+def integrate_distilled(system, state0, n_frames: int, fps: float = 30.0, block: int | None = None,
+                        tol: float | None = None, progress: bool = False, **kw):
+    """``integrate(..., integrator="local")`` on a PolySurrogate of ``system``'s decoder (module docstring), one
+    anchor per frame (no trust box: anchors are cheap), in blocks of ``block`` frames (``DISTILLED_BLOCK``). After
+    each block the network is decoded at its frames: the frames before the first one off by more than ``tol`` of
+    the size (``DISTILLED_TOL``) or outside the surrogate's ball are kept and the surrogate is refit at the last kept state (also when the state
+    has moved more than half the radius from the centre); a block whose first frame disagrees right after a refit
+    is redone with the network's anchors (``local``). ``kw`` goes to ``integrate``.
+
+    Returns its Rollout with ``anchors`` the network anchors of redone blocks, ``disagreement`` the largest
+    checked surrogate-vs-network distance of a kept frame, ``surrogate_fits`` and ``fallback_frames``. Raises as
+    ``integrate``."""
+    from kinemesh.dynamics.eom import energies
+    from kinemesh.dynamics.integrators import Rollout, integrate
+    from kinemesh.dynamics.system import State
+
+    block = DISTILLED_BLOCK if block is None else int(block)
+    tol = DISTILLED_TOL if tol is None else float(tol)
+    kw["radius"] = math.inf if kw.get("radius") is None else kw["radius"]
+    kw.setdefault("span", 1)
+    net = latent_decoder(system.decoder)
+    kl, size = int(net.mu_cond.shape[-1]), _size(net)
+    names = ("q", "qd", "times", "kinetic", "potential", "total", "substeps")
+    parts, warnings = [], []
+    state, done, sur, fresh = state0, 1, None, False
+    fits, worst, fallback, n_net, n_exact = 0, 0.0, 0, 0, 0
+    bar = None
+    if progress:
+        from kinemesh.progress import tqdm
+
+        bar = tqdm(total=n_frames - 1, desc="simulate", unit="frame")
+    while done < n_frames:
+        if sur is None or not fresh and float(torch.linalg.norm(state.q[:kl] - sur.center)) > 0.5 * sur.radius:
+            sur, fresh, fits = fit(net, state.q[:kl], seed=fits), True, fits + 1
+            sys_s = with_surrogate(system, sur)
+        nb = min(block, n_frames - done)
+        roll = integrate(sys_s, state, nb + 1, fps=fps, integrator="local", **kw)
+        Q = torch.as_tensor(roll.q[1:, :kl])
+        errs = (sur.points(Q) - _decode(net, Q)).norm(dim=-1).amax(-1) / size  # (nb,)
+        errs[(Q - sur.center).norm(dim=-1) > sur.radius] = math.inf  # outside the fitted ball: refit
+        keep = int(torch.nonzero(~(errs <= tol)).min()) if not bool((errs <= tol).all()) else nb
+        if keep == 0 and fresh:  # a fresh fit already fails at the next frame: the network's anchors
+            msg = f"t={state.t:.3f} s: surrogate and network disagree by {float(errs[0]):.3g} of the size; " \
+                  f"{nb} frames with the network's anchors"
+            log.info(msg)
+            roll = integrate(system, state, nb + 1, fps=fps, integrator="local", **kw)
+            keep, fallback, n_net = nb, fallback + nb, n_net + roll.anchors
+            warnings.append(msg)
+        else:
+            worst = max([worst] + errs[:keep].tolist())
+        warnings += roll.warnings
+        n_exact += roll.exact_frames
+        if keep:
+            parts.append([getattr(roll, n)[1:keep + 1] for n in names])
+            state = State(torch.as_tensor(roll.q[keep]), torch.as_tensor(roll.qd[keep]), float(roll.times[keep]))
+            done += keep
+            if bar is not None:
+                bar.update(keep)
+        if keep < nb:  # refit where the disagreement began
+            sur = None
+        fresh = False
+    if bar is not None:
+        bar.close()
+    e = energies(system, state0)
+    first = [state0.q.numpy()[None], state0.qd.numpy()[None], [state0.t], [e["kinetic"]], [e["potential"]],
+             [e["total"]], [0]]
+    cols = [np.concatenate([first[i]] + [p[i] for p in parts]) for i in range(len(names))]
+    return Rollout(*cols, warnings, n_net, worst, n_exact, fits, fallback)
