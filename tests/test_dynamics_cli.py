@@ -47,7 +47,19 @@ def test_simulate_poke_writes_glb_npz_and_energy_plot(tiny):
     assert seq.frames.shape == (4, n, 3) and np.isfinite(seq.frames).all()
     assert np.abs(seq.frames[-1] - seq.frames[0]).max() > 0  # the poke moved something
     assert seq.meta["kind"] == "articulated" and seq.meta["source"] == "kinemesh.dynamics"
+    assert seq.meta["simulation"]["integrator"] == "local"  # --integrator auto on an articulated object
     assert (d / "e.png").stat().st_size > 1000
+
+
+def test_simulate_elastic_poke_takes_the_distilled_integrator(tiny):
+    from kinemesh.data.sequence import KinematicSequence
+
+    d, n = tiny
+    assert main(_base(d) + ["--kind", "elastic", "--poke", str(n - 1), "--impulse", "0,-0.5,0",
+                            "--npz", str(d / "s.npz"), "--out", str(d / "s.glb")]) == 0
+    seq = KinematicSequence.load(d / "s.npz")
+    assert seq.meta["simulation"]["integrator"] == "distilled"  # --integrator auto on an elastic body
+    assert np.isfinite(seq.frames).all() and np.abs(seq.frames[-1] - seq.frames[0]).max() > 0
 
 
 def test_simulate_drag_with_lead_in(tiny):

@@ -90,7 +90,8 @@ def add_simulation_arguments(p) -> None:
     t.add_argument("--substeps", type=number(int, 1, 10000), default=2, help="integrator steps per frame (default 2; more are "
                    "taken automatically, with a warning, when a step is unstable)")
     t.add_argument("--integrator", default="auto", choices=["auto", "midpoint", "rk4", "local", "distilled"],
-                   help="auto (default): local for articulated objects, midpoint otherwise; implicit midpoint "
+                   help="auto (default): local for articulated objects, distilled for elastic ones, midpoint for "
+                   "cloth; implicit midpoint "
                    "(time-reversible), classical RK4, or local: implicit midpoint on a local Taylor model of the "
                    "network refreshed per frame segment (several times faster), or distilled: local on a "
                    "polynomial surrogate of the network checked against it at every frame (elastic bodies)")
