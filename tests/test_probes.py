@@ -281,6 +281,28 @@ def test_drag_of_a_small_part_reaches_its_target():
     assert float(q[0]) == pytest.approx(1.0, abs=1e-3) and rms < 1e-5 and abs(float(q[1])) < 1e-6
 
 
+def test_coordinates_without_a_prior_pass_the_barrier():
+    """``prior_mask``: the soft barrier keeps the network's coordinates within ``barrier_radius`` std, not a joint's
+    own coordinate (a wheel turned 3 rad, past the articulated radius 2): neither the dynamics' barrier force nor
+    the drag solve holds it back."""
+    from kinemesh.dynamics.boundary import solve_positions
+    from kinemesh.dynamics.eom import latent_forces
+    from kinemesh.dynamics.system import System, make_handles
+
+    dec = SmallPartDecoder()
+    target = (dec.rest_points[0] + torch.tensor([0.03, 0.0, 0.0], dtype=torch.float64))[None].numpy()  # q_0 = 3
+    reached = {}
+    for free in (False, True):
+        system = System(dec, torch.full((8,), 0.1, dtype=torch.float64), torch.zeros(2, dtype=torch.float64),
+                        derivatives="fd", barrier_radius=2.0, barrier_stiffness=100.0,
+                        prior_mask=torch.tensor([not free, True]))
+        q = torch.tensor([3.0, 0.0], dtype=torch.float64)
+        assert (float(latent_forces(system, q)[0]) == 0.0) == free  # barrier force on q_0 only with a prior
+        reached[free] = float(solve_positions(system, make_handles(dec, [0], k=1), target, n_starts=1,
+                                              polish=True)[0][0])
+    assert reached[True] == pytest.approx(3.0, abs=1e-3) and reached[False] < 2.2
+
+
 def test_held_drag_short_of_its_target_holds_where_it_got():
     """--hold pulls to the target when the drag reaches it, else to where the drag got: a spring to a target no
     state reaches stored 1/2 k gap^2 that pressed q into the barrier (an unlike ceiling fan's drag diverged)."""

@@ -93,7 +93,7 @@ def solve_positions(system: System, handles: Handles, targets, q_init=None, n_st
         if least_motion > 0:
             r = torch.cat([r, (w_m * (kin.x - x_rest)).reshape(-1)])
             Jh = torch.cat([Jh, (w_m[None] * kin.J).reshape(k, -1).T])
-        excess = ((q - mu).abs() - r_b).clamp_min(0.0)
+        excess = ((q - mu).abs() - r_b).clamp_min(0.0) * system.prior  # (the network's coordinates)
         return r, Jh, excess
 
     def cost(q, kin, centre):

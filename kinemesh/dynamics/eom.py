@@ -110,7 +110,7 @@ def _barrier(system: System, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
     if system.barrier_stiffness == 0:
         return q.new_zeros(()), torch.zeros_like(q)
     d = q - system.prior_mean
-    excess = (d.abs() - system.barrier_radius).clamp_min(0.0) * system.latent
+    excess = (d.abs() - system.barrier_radius).clamp_min(0.0) * system.prior
     e = system.barrier_stiffness / 3.0 * (excess ** 3).sum()
     return e, system.barrier_stiffness * excess * excess * torch.sign(d)
 

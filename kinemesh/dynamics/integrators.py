@@ -68,7 +68,7 @@ def stiffness_matrix(system: System, q: torch.Tensor, J: torch.Tensor | None,
     K = torch.diag(system.stiffness * system.latent)
     if system.barrier_stiffness:
         d = q - system.prior_mean
-        excess = (d.abs() - system.barrier_radius).clamp_min(0.0) * system.latent
+        excess = (d.abs() - system.barrier_radius).clamp_min(0.0) * system.prior
         K = K + torch.diag(2.0 * system.barrier_stiffness * excess)
     for i, s in enumerate(system.springs):
         Jh = (s.handles.jacobian(J) if hj is None else hj[i]).reshape(k, -1)
@@ -160,7 +160,10 @@ def step_midpoint(system: System, state: State, dt: float, tol: float = 1e-6, ma
         if kin.J is not None:  # (None: a local model's evaluation without contact forces)
             K_c, C_c = contact_matrices(system, kin.x, kin.xd, kin.J)
             A = A + 0.25 * dt * dt * K_c + 0.5 * dt * C_c
-        dv = -torch.linalg.solve(A, M @ R)
+        try:
+            dv = -torch.linalg.solve(A, M @ R)
+        except torch.linalg.LinAlgError as exc:  # a singular (or non-finite) iteration matrix: a failed step
+            raise StepRejected("singular implicit-solve matrix") from exc
         if not _finite(dv):
             raise StepRejected("non-finite state")
         v1 = v1 + dv
@@ -253,7 +256,7 @@ class Rollout:
 
 
 def _runaway(system: System, state: State, limit: float) -> bool:
-    return float(((state.q - system.prior_mean) * system.latent).abs().max()) > limit
+    return float(((state.q - system.prior_mean) * system.prior).abs().max()) > limit
 
 
 def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, substeps: int = 2,

@@ -312,6 +312,8 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
     system = System(decoder, torch.full((P,), mtot / P, dtype=torch.float64), torch.zeros(k, dtype=torch.float64),
                     gravity=g, damping_mass=alpha, barrier_radius=barrier, derivatives=derivatives,
                     elastic_mask=decoder.elastic_mask if rigid else None)
+    if joints and jd.direct:  # a joint's own coordinate has no prior (a wheel turns past the barrier radius)
+        system.prior_mask[jd.k_network:jd.latent_dim] = False
     if floor is not None:
         rest_min = float(decoder.rest_points.detach()[:, 2].min())
         if rest_min < float(floor) - 1e-3 * max(float(np.ptp(vertices, axis=0).max()), 1e-9):

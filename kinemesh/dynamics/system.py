@@ -429,6 +429,9 @@ class System:
         :func:`kinemesh.dynamics.eom.kinematics`).
     elastic_mask : (k,) bool tensor, True for latent coordinates (elastic term, barrier, Rayleigh damping),
         False for rigid-body ones; None = all latent.
+    prior_mask : (k,) bool tensor, True for the coordinates the soft barrier keeps within ``barrier_radius`` of
+        the prior mean (the network's); None = ``elastic_mask``. A joint's own coordinate (a wheel's turn,
+        ``JointDecoder.direct``) has no prior: it is False there.
     fd_step : finite-difference step in q units for ``derivatives="fd"``; None = ``FD_STEP`` for the decoder's dtype.
     """
 
@@ -447,6 +450,7 @@ class System:
     derivatives: str = "jvp"
     fd_step: float | None = None
     elastic_mask: torch.Tensor | None = None
+    prior_mask: torch.Tensor | None = None
 
     def __post_init__(self):
         if self.derivatives not in ("jvp", "fd"):
@@ -474,6 +478,10 @@ class System:
         self.elastic_mask = torch.as_tensor(self.elastic_mask, dtype=torch.bool).reshape(-1)
         if self.elastic_mask.shape != self.q_rest.shape:
             raise ConfigError(f"elastic_mask has {self.elastic_mask.shape[0]} entries, q has {self.q_rest.shape[0]}")
+        self.prior_mask = torch.as_tensor(self.elastic_mask if self.prior_mask is None else self.prior_mask,
+                                          dtype=torch.bool).reshape(-1).clone()
+        if self.prior_mask.shape != self.q_rest.shape:
+            raise ConfigError(f"prior_mask has {self.prior_mask.shape[0]} entries, q has {self.q_rest.shape[0]}")
 
     @property
     def dim(self) -> int:
@@ -493,6 +501,11 @@ class System:
     def latent(self) -> torch.Tensor:
         """(k,) float64: 1 for latent coordinates, 0 for rigid-body ones (``elastic_mask``)."""
         return self.elastic_mask.to(torch.float64)
+
+    @property
+    def prior(self) -> torch.Tensor:
+        """(k,) float64: 1 for the coordinates the soft barrier acts on (``prior_mask``), else 0."""
+        return self.prior_mask.to(torch.float64)
 
     @property
     def total_mass(self) -> float:
