@@ -10,7 +10,7 @@ import torch
 from dynamics_reference import euler_lagrange_qdd
 from kinemesh.dynamics import State, System, acceleration, integrate
 from kinemesh.dynamics.eom import kinematics
-from kinemesh.dynamics.floating import RIGID_DIMS, FloatingDecoder, rotation_matrix
+from kinemesh.dynamics.floating import RIGID_DIMS, FloatingDecoder, rotation_derivatives, rotation_matrix
 from kinemesh.dynamics.system import Floor
 from kinemesh.errors import ConfigError
 
@@ -62,6 +62,21 @@ def test_rotation_matrix_is_rodrigues_and_smooth_at_zero():
     Kv = torch.tensor([[0, -0.8, -0.5], [0.8, 0, -0.3], [0.5, 0.3, 0]], dtype=torch.float64)
     assert torch.allclose(K, torch.eye(3, dtype=torch.float64))
     assert torch.allclose(d2, Kv @ Kv, atol=1e-6)
+
+
+def test_rotation_derivatives_match_float64_finite_differences():
+    """R, dR/dtheta and d2R/dtheta2 of ``rotation_derivatives`` against ``rotation_matrix`` and central differences,
+    on both branches of the coefficients (series below |theta|^2 = 1, closed form above) and at theta = 0."""
+    E, h = torch.eye(3, dtype=torch.float64), 1e-5
+    for theta in ([0.0, 0.0, 0.0], [2e-4, -1e-4, 3e-5], [0.5, -0.6, 0.62], [0.5, -0.6, 0.64], [1.2, 0.4, -0.9]):
+        th = torch.tensor(theta, dtype=torch.float64)
+        R, dR, d2R = rotation_derivatives(th)
+        assert torch.allclose(R, rotation_matrix(th), atol=1e-15)
+        dR_fd = torch.stack([(rotation_matrix(th + h * e) - rotation_matrix(th - h * e)) / (2 * h) for e in E])
+        d2R_fd = torch.stack([(rotation_derivatives(th + h * e)[1] - rotation_derivatives(th - h * e)[1]) / (2 * h)
+                              for e in E]).transpose(0, 1)  # [a, b] = d/dtheta_b dR_a
+        assert torch.allclose(dR, dR_fd, atol=1e-9) and torch.allclose(d2R, d2R_fd, atol=1e-9)
+        assert torch.allclose(d2R, d2R.transpose(0, 1), atol=1e-15) and float(d2R.abs().max()) > 0.1
 
 
 def test_floating_decoder_moves_rigidly():

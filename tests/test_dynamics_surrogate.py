@@ -137,3 +137,27 @@ def test_anchor_on_a_surrogate_reads_its_exact_derivatives():
     x, J, G = sys_s.decoder.derivatives(q, m.U)
     assert torch.equal(m.x, x) and torch.equal(m.J, J) and torch.equal(m.G, G)
     assert torch.allclose(m.U[0], v / v.norm(), atol=1e-15) and torch.allclose(J, _jac(sys_s.decoder.points, q))
+
+
+def test_floating_surrogate_derivatives_match_finite_differences_float64():
+    """``FloatingDecoder.derivatives`` on a surrogate (x = R(theta) (y(q) - c) + c + t): x equals ``points``, J and
+    G = H[u_r, .] equal float64 central differences of the points and of J, and ``local.anchor`` on the floating
+    surrogate system reads them (no differences)."""
+    from kinemesh.dynamics.local import anchor
+
+    dec = FloatingDecoder(fit(QuadDecoder(), torch.zeros(3, dtype=torch.float64), radius=0.5, degree=2))
+    q = torch.tensor([0.1, -0.2, 0.05, 0.4, -0.3, 0.7, 0.1, 0.2, -0.1], dtype=torch.float64)
+    U = torch.randn(2, 9, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    x, J, G = dec.derivatives(q, U)
+    E, h = torch.eye(9, dtype=torch.float64), 1e-6
+    assert torch.allclose(x, dec.points(q), atol=1e-15)
+    assert torch.allclose(J, torch.stack([(dec.points(q + h * e) - dec.points(q - h * e)) / (2 * h) for e in E]),
+                          atol=1e-8)
+    G_fd = torch.stack([(dec.derivatives(q + h * u)[1] - dec.derivatives(q - h * u)[1]) / (2 * h) for u in U])
+    assert torch.allclose(G, G_fd, atol=1e-8) and float(G[:, 3:6].abs().max()) > 0.1  # rotation couples
+    assert float(G[:, 6:].abs().max()) == 0.0  # the points are linear in the translation
+    P = dec.rest_points.shape[0]
+    sysm = System(dec, torch.full((P,), 1.0 / P, dtype=torch.float64), torch.zeros(9, dtype=torch.float64))
+    m = anchor(sysm, q, [U[0]])
+    x2, J2, G2 = dec.derivatives(q, m.U)
+    assert torch.equal(m.x, x2) and torch.equal(m.J, J2) and torch.equal(m.G, G2)

@@ -104,14 +104,14 @@ def mass_matrix(system: System, J: torch.Tensor) -> torch.Tensor:
     return 0.5 * (M + M.T)
 
 
-def _barrier(system: System, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Soft-barrier energy (J) and gradient (k,): V_b = k_b / 3 sum_i relu(|q_i - mu_i| - r)^3 (C2-smooth, so
-    the integrators keep their order when the state enters the barrier)."""
+def _barrier(system: System, q: torch.Tensor, energy: bool = True) -> tuple:
+    """Soft-barrier energy (J; None without ``energy``) and gradient (k,): V_b = k_b / 3 sum_i relu(|q_i - mu_i|
+    - r)^3 (C2-smooth, so the integrators keep their order when the state enters the barrier)."""
     if system.barrier_stiffness == 0:
         return q.new_zeros(()), torch.zeros_like(q)
     d = q - system.prior_mean
     excess = (d.abs() - system.barrier_radius).clamp_min(0.0) * system.prior
-    e = system.barrier_stiffness / 3.0 * (excess ** 3).sum()
+    e = system.barrier_stiffness / 3.0 * (excess ** 3).sum() if energy else None
     return e, system.barrier_stiffness * excess * excess * torch.sign(d)
 
 
@@ -151,7 +151,7 @@ def latent_potential(system: System, q: torch.Tensor) -> torch.Tensor:
 
 def latent_forces(system: System, q: torch.Tensor) -> torch.Tensor:
     """-d/dq of ``latent_potential`` (k,)."""
-    return -system.stiffness * (q - system.q_rest) * system.latent - _barrier(system, q)[1]
+    return -system.stiffness * (q - system.q_rest) * system.latent - _barrier(system, q, energy=False)[1]
 
 
 def kinetic_energy(system: System, qd: torch.Tensor, J: torch.Tensor) -> torch.Tensor:

@@ -14,6 +14,9 @@ mass matrix, Coriolis and centrifugal terms follow from differentiating this map
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import torch
 
 from kinemesh.errors import ConfigError
@@ -39,6 +42,50 @@ def rotation_matrix(theta: torch.Tensor) -> torch.Tensor:
                      torch.stack([-y, x, zero], -1)], -2)
     eye = torch.eye(3, dtype=theta.dtype, device=theta.device).expand(K.shape)
     return eye + a * K + b * (K @ K)
+
+
+_LEVI = np.zeros((3, 3, 3))  # Levi-Civita symbol
+for _i, _j, _k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
+    _LEVI[_i, _j, _k], _LEVI[_i, _k, _j] = 1.0, -1.0
+
+
+def _rodrigues_coefficients(s: float) -> tuple:
+    """(a, a', a'', b, b', b'') of R = I + a K + b K^2 as functions of s = |theta|^2: a = sin(n)/n,
+    b = (1 - cos n)/n^2, ' = d/ds. Power series below s = 1 (no cancellation near 0), closed forms above."""
+    if s < 1.0:  # a = sum (-s)^j / (2j+1)!, b = sum (-s)^j / (2j+2)!
+        out = [0.0] * 6
+        for j in range(12):
+            for o, fac in ((0, math.factorial(2 * j + 1)), (3, math.factorial(2 * j + 2))):
+                c = (-1.0) ** j / fac
+                out[o] += c * s ** j
+                out[o + 1] += j * c * s ** (j - 1) if j >= 1 else 0.0
+                out[o + 2] += j * (j - 1) * c * s ** (j - 2) if j >= 2 else 0.0
+        return tuple(out)
+    n = math.sqrt(s)
+    a, b = math.sin(n) / n, (1.0 - math.cos(n)) / s
+    a1, b1 = (math.cos(n) - a) / (2 * s), (a - 2 * b) / (2 * s)
+    return a, a1, (-0.5 * a - 3 * a1) / (2 * s), b, b1, (a1 - 4 * b1) / (2 * s)
+
+
+def rotation_derivatives(theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """R(theta) (3, 3), dR/dtheta_a (3, 3, 3) and d2R/dtheta_a dtheta_b (3, 3, 3, 3) of ``rotation_matrix`` at one
+    axis-angle vector theta (3,) rad, exact (float64): with R = I + a(s) K + b(s) K^2, s = |theta|^2,
+    K = sum_a theta_a K_a, dR_a = 2 theta_a (a' K + b' K^2) + a K_a + b (K_a K + K K_a), and d2R_ab by the
+    product rule once more (``_rodrigues_coefficients``)."""
+    th = theta.detach().double().cpu().numpy()
+    a, a1, a2, b, b1, b2 = _rodrigues_coefficients(float(th @ th))
+    Ka = -_LEVI.transpose(2, 0, 1)  # K_a = [e_a]_x, (3, 3, 3): (K_a)_ij = -eps_ija
+    K = np.einsum("a,aij->ij", th, Ka)
+    K2, S = K @ K, Ka @ K + K @ Ka  # S_a = K_a K + K K_a
+    R = np.eye(3) + a * K + b * K2
+    dR = 2 * th[:, None, None] * (a1 * K + b1 * K2) + a * Ka + b * S
+    P = np.einsum("aij,bjk->abik", Ka, Ka)
+    d2R = (2 * np.eye(3)[:, :, None, None] * (a1 * K + b1 * K2)
+           + 4 * np.outer(th, th)[:, :, None, None] * (a2 * K + b2 * K2)
+           + 2 * th[:, None, None, None] * (a1 * Ka + b1 * S)[None]
+           + 2 * th[None, :, None, None] * (a1 * Ka + b1 * S)[:, None]
+           + b * (P + P.transpose(1, 0, 2, 3)))
+    return torch.from_numpy(R), torch.from_numpy(dR), torch.from_numpy(d2R)
 
 
 class FloatingDecoder:
@@ -82,6 +129,32 @@ class FloatingDecoder:
         with torch.no_grad():
             inner, inverse = torch.unique(q[:, :self.k_latent], dim=0, return_inverse=True)
             return self._rigid(q, self.decoder.points(inner)[inverse])
+
+    def derivatives(self, q: torch.Tensor, U: torch.Tensor | None = None) -> tuple:
+        """(x (P, 3), J (k + 6, P, 3), G (r, k + 6, P, 3)) at q (k + 6,), exact, for a wrapped decoder with exact
+        ``derivatives`` (``surrogate.PolySurrogate``): J[i] = dx/dq_i, G[r, i] = H[u_r, e_i] for the rows u_r of
+        U (r, k + 6) (None: r = 0), composed through x = R(theta) y(q) + c + t, y = x_def - c
+        (``rotation_derivatives``): latent i: J = R J_y, theta_a: dR_a y, t_a: e_a; H[e_i, e_j] = R H_y,
+        H[e_i, theta_a] = dR_a J_y[i], H[theta_a, theta_b] = d2R_ab y, translation rows 0. float64."""
+        kl, q = self.k_latent, q.detach().double()
+        U = torch.zeros(0, kl + RIGID_DIMS, dtype=torch.float64) if U is None else U.double()
+        Ul, Ut, r = U[:, :kl], U[:, kl:kl + 3], len(U)
+        xd, Jy, Gy = self.decoder.derivatives(q[:kl], Ul)
+        R, dR, d2R = rotation_derivatives(q[kl:kl + 3])
+        c = self.center.double()
+        y, P, T = xd - c, len(xd), torch.cat([R[None], dR])  # T: (4, 3, 3) = [R, dR_0, dR_1, dR_2]
+        yT = (y @ torch.cat([T, d2R.reshape(9, 3, 3)]).reshape(-1, 3).T).reshape(P, 13, 3)  # M y per matrix M
+        JT = (Jy.reshape(-1, 3) @ T.reshape(-1, 3).T).reshape(kl, P, 4, 3)  # M J_y[i], M in T
+        eye = torch.eye(3, dtype=torch.float64)[:, None].expand(3, P, 3)
+        J = torch.cat([JT[:, :, 0], yT[:, 1:4].transpose(0, 1), eye])
+        G = torch.zeros(r, kl + RIGID_DIMS, P, 3, dtype=torch.float64)
+        if r:
+            JdR = JT[:, :, 1:].permute(2, 0, 1, 3)  # (a, k, P, 3): dR_a J_y[i]
+            yd2R = yT[:, 4:].reshape(P, 3, 3, 3)  # (P, a, b, 3): d2R_ab y
+            G[:, :kl] = (Gy.reshape(-1, 3) @ R.T).reshape(r, kl, P, 3) + (Ut @ JdR.reshape(3, -1)).reshape(r, kl, P, 3)
+            G[:, kl:kl + 3] = (Ul @ JdR.transpose(0, 1).reshape(kl, -1)).reshape(r, 3, P, 3) + \
+                (Ut @ yd2R.permute(2, 1, 0, 3).reshape(3, -1)).reshape(r, 3, P, 3)
+        return yT[:, 0] + c + q[kl + 3:], J, G
 
     def vertices(self, q: torch.Tensor, body_offset: torch.Tensor | None = None) -> torch.Tensor:
         """q (..., k + 6) -> (..., N, 3) metres. ``body_offset`` (N, 3) is added in the body frame (before

@@ -144,15 +144,15 @@ def step_midpoint(system: System, state: State, dt: float, tol: float = 1e-6, ma
     C = None
     prev = math.inf
     delta = math.inf
+    if system.damping_stiffness and system.stiffness:  # constant within the step
+        K_d = system.damping_stiffness * system.stiffness * torch.diag(system.latent)
+    else:
+        K_d = torch.zeros(len(q0), len(q0), dtype=torch.float64)
     for it in range(max_iter):
         qm = q0 + 0.25 * dt * (v0 + v1)
         am, kin, M = acceleration(system, qm, 0.5 * (v0 + v1), t0 + 0.5 * dt, return_kinematics=True, local=local)
         R = v1 - v0 - dt * am
         K = stiffness_matrix(system, qm, kin.J, kin.hj)
-        if system.damping_stiffness and system.stiffness:
-            K_d = system.damping_stiffness * system.stiffness * torch.diag(system.latent)
-        else:
-            K_d = torch.zeros_like(K)
         if C is None:
             vm = 0.5 * (v0 + v1)
             C = velocity_coupling(system, qm, vm, kin=kin) if local is None else local.coupling(system, qm, vm)

@@ -56,6 +56,12 @@ class LocalModel:
         self._Jf, self._Gf = self.J.reshape(k, -1), self.G.reshape(len(self.U) * k, self.x.numel())  # (k | r k, 3P)
         self._red = None  # (system, Reduced) of the last ``reduced`` call
         self._eye = torch.eye(k, dtype=torch.float64)
+        # both coefficient maps as one product each (``_coef``, ``hessian_coef``), Pm = I - U^T U:
+        # C[j, r, i] = sum_l v_l L[l, j, r, i], L = U[r, l] delta_ij + U[r, j] Pm[i, l] (linear in v);
+        # c[r, i] = sum_{j, l} v_j v_l Q[j, l, r, i], Q = U[r, j] (I + Pm)[i, l] (= 2 delta_il - P_il)
+        U, Pm = self.U, self._eye - self.U.T @ self.U
+        self._lin = (torch.einsum("rl,ji->ljri", U, self._eye) + torch.einsum("rj,il->ljri", U, Pm)).reshape(k, -1)
+        self._quad = torch.einsum("rj,il->jlri", U, self._eye + Pm).reshape(k, -1)
 
     def reduced(self, system: System) -> Reduced:
         """The model's :class:`Reduced` tensors for ``system`` (built once per system)."""
@@ -63,19 +69,15 @@ class LocalModel:
             self._red = (system, Reduced.build(self, system))
         return self._red[1]
 
-    def _coef(self, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(C (k, r k), s = U v (r,), e = v - U^T s (k,)) with H~[e_j, v] = sum_{r, i} C[j, (r, i)] G[r, i]:
-        C[j, r, i] = s_r delta_ij + U[r, j] e_i (module docstring with P = U^T U)."""
-        s = self.U @ v
-        e = v - self.U.T @ s
-        C = s[None, :, None] * self._eye[:, None, :] + self.U.T[:, :, None] * e[None, None, :]
-        return C.reshape(v.shape[0], -1), s, e
+    def _coef(self, v: torch.Tensor) -> torch.Tensor:
+        """C (k, r k) with H~[e_j, v] = sum_{r, i} C[j, (r, i)] G[r, i]: C[j, r, i] = s_r delta_ij + U[r, j] e_i,
+        s = U v, e = v - U^T s (module docstring with P = U^T U)."""
+        return (v @ self._lin).reshape(v.shape[0], -1)
 
     def hessian_coef(self, v: torch.Tensor) -> torch.Tensor:
         """(r k,) coefficients of H~[v, v] = sum_{r, i} c[(r, i)] G[r, i]: c = s_r (2 v - U^T s)_i, s = U v
         (``_coef`` with e = v - U^T s: H~[v, v] = sum_j v_j H~[e_j, v])."""
-        s = self.U @ v
-        return (s[:, None] * (2.0 * v - self.U.T @ s)[None]).reshape(-1)
+        return v @ (v @ self._quad).reshape(v.shape[0], -1)
 
     def kinematics(self, q: torch.Tensor, qd: torch.Tensor | None = None) -> Kinematics:
         """Model points x (P, 3), Jacobian J (k, P, 3) = J_a + H~[d, .], and (with ``qd``) xd = J qd and
@@ -83,7 +85,7 @@ class LocalModel:
         d = q.double() - self.q
         P = self.x.shape[0]
         x = self.x + (d @ self._Jf + 0.5 * self.hessian_coef(d) @ self._Gf).reshape(P, 3)  # x_a + J_a d + H~[d, d]/2
-        J = self.J + (self._coef(d)[0] @ self._Gf).reshape(self.J.shape)
+        J = self.J + (self._coef(d) @ self._Gf).reshape(self.J.shape)
         out = Kinematics(x=x, J=J)
         if qd is not None:
             qd = qd.double()
@@ -94,7 +96,7 @@ class LocalModel:
     def coupling(self, system: System, q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """C = d/dqd [J^T diag(m) H~[qd, qd]] = 2 J^T diag(m) H~[., v] (k, k) of the model at (q, v)."""
         red = self.reduced(system)  # 2 A_J(q) Gram A_H(v)^T, A_H(v) = [0 | 0 | C(v)] (``Reduced``)
-        Cv = self._coef(v.double())[0]
+        Cv = self._coef(v.double())
         return 2.0 * red.jacobian_coef(q) @ red.gram[:, red.nb - Cv.shape[1]:] @ Cv.T
 
     def energies(self, system: System, state) -> dict[str, float]:
@@ -117,7 +119,8 @@ def anchor(system: System, q: torch.Tensor, directions=(), tol: float = 1e-3) ->
     ``system.derivatives == "fd"``: one batched decode of the (r + 1)(k + 1) states q, q + h e_i, q + h u_r and
     q + h u_r + h e_i (forward differences, h = ``system.fd_step``; a FloatingDecoder decodes its shared latent
     parts once); ``"jvp"``: forward-mode J (k tangents at once) and a JVP of a JVP for each H[u_r, e_i]. A
-    ``surrogate.PolySurrogate`` decoder gives them exactly (``PolySurrogate.derivatives``).
+    ``surrogate.PolySurrogate`` decoder, also inside a FloatingDecoder, gives them exactly
+    (``PolySurrogate.derivatives``, ``FloatingDecoder.derivatives``).
     """
     dt = decoder_dtype(system)
     f = system.decoder.points
@@ -129,10 +132,12 @@ def anchor(system: System, q: torch.Tensor, directions=(), tol: float = 1e-3) ->
         n = float(torch.linalg.norm(w))
         if n > 0 and n > tol * float(torch.linalg.norm(v)):
             U = torch.cat([U, (w / n)[None]])
+    from kinemesh.dynamics.floating import FloatingDecoder
     from kinemesh.dynamics.surrogate import PolySurrogate
 
-    if isinstance(system.decoder, PolySurrogate):  # ``distilled``: exact derivatives of the polynomial
-        x, J, G = system.decoder.derivatives(q.detach().double(), U)
+    dec = system.decoder
+    if isinstance(dec.decoder if isinstance(dec, FloatingDecoder) else dec, PolySurrogate):
+        x, J, G = dec.derivatives(q.detach().double(), U)  # ``distilled``: exact, also through a floating frame
         return LocalModel(q.double().clone(), x, J, U, G)
     qq = q.detach().to(dt)
     E = torch.eye(k, dtype=dt)
@@ -214,9 +219,16 @@ class Reduced:
             w = s.handles.w.to(B)[..., None]  # (h, n, 1)
             handles.append(((w * Bp[:, s.handles.idx]).sum(-2), s.handles.rest - (w * rp[s.handles.idx]).sum(-2)))
         k = model.J.shape[0]
-        return cls(model, nb, 0.5 * (BW @ B.T + B @ BW.T), BW @ g.repeat(P), fields, handles,
+        gram = BW @ B.T
+        return cls(model, nb, 0.5 * (gram + gram.T), BW @ g.repeat(P), fields, handles,
                    float((m[:, None] * decoded_rest_points(system) * g).sum()),
                    torch.cat([torch.zeros(k, 1, dtype=B.dtype), model._eye], 1), Bp)
+
+    def __post_init__(self):  # A_J(q) = A_0 + (q - q_a) L_A, one product (``jacobian_coef``)
+        k, md = self.head.shape[0], self.model
+        self._a0 = torch.cat([self.head, torch.zeros(k, self.nb - k - 1, dtype=torch.float64)], 1)
+        self._alin = torch.cat([torch.zeros(k, k, k + 1, dtype=torch.float64), md._lin.reshape(k, k, -1)], 2)
+        self._alin = self._alin.reshape(k, -1)
 
     def position_coef(self, q: torch.Tensor) -> torch.Tensor:
         """a_x (n_b,) with x(q) = a_x B (``LocalModel.kinematics``)."""
@@ -225,8 +237,7 @@ class Reduced:
 
     def jacobian_coef(self, q: torch.Tensor) -> torch.Tensor:
         """A_J (k, n_b) = [0 | I | C(q - q_a)] with J(q) = A_J B."""
-        md = self.model
-        return torch.cat([self.head, md._coef(q.double() - md.q)[0]], 1)
+        return self._a0 + ((q.double() - self.model.q) @ self._alin).reshape(self._a0.shape)
 
     def terms(self, system: System, q: torch.Tensor, qd: torch.Tensor,
               t: float) -> tuple[torch.Tensor, torch.Tensor, Kinematics]:

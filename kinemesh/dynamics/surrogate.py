@@ -81,6 +81,15 @@ class PolySurrogate:
         self.rest_points = decoder.rest_points
         self.rest_vertices = decoder.rest_vertices
         self._ef = exps.double()
+        # derivative maps: d phi_f / d d_j = E_fj phi_(E_f - e_j) and d2 phi_f / d d_j d d_l
+        # = E_fj (E_fl - delta_jl) phi_(E_f - e_j - e_l), both monomials of the (downward closed) list
+        k, rows = exps.shape[1], {tuple(e): i for i, e in enumerate(exps.tolist())}
+        eye = torch.eye(k, dtype=torch.int64)
+        low1, low2 = exps[None] - eye[:, None], exps[None, None] - eye[:, None, None] - eye[None, :, None]
+        self._c1 = (exps.T * (low1 >= 0).all(-1)).double()  # (k, F)
+        self._c2 = (exps.T[:, None] * (exps.T[None] - eye[:, :, None]) * (low2 >= 0).all(-1)).double()  # (k, k, F)
+        self._i1 = torch.tensor([[rows.get(tuple(e), 0) for e in r] for r in low1.tolist()])
+        self._i2 = torch.tensor([[[rows.get(tuple(e), 0) for e in r] for r in rr] for rr in low2.tolist()])
 
     def features(self, q: torch.Tensor) -> torch.Tensor:
         """phi (..., F) at q (..., k)."""
@@ -96,20 +105,14 @@ class PolySurrogate:
     def derivatives(self, q: torch.Tensor, U: torch.Tensor | None = None) -> tuple:
         """(x (P, 3), J (k, P, 3), G (r, k, P, 3)) at q (k,), exact: J[i] = dx/dq_i and G[r, i] = H[u_r, e_i]
         for the rows u_r of U (r, k) (None: r = 0), H = d2x/dq2."""
-        k, d = q.shape[-1], (q.double() - self.center) / self.radius
-        E = self._ef
-        eye = torch.eye(k, dtype=torch.float64)
-        # d phi_f / d d_j = E_fj d^(E_f - e_j); d2 / d d_j d d_l = E_fj (E_fl - delta_jl) d^(E_f - e_j - e_l)
-        E1 = (E[None] - eye[:, None]).clamp_min(0)  # (k, F, k)
-        D1 = E.T * (d ** E1).prod(-1)  # (k, F)
-        x = (self.features(q) @ self.coef).reshape(-1, 3)
-        J = (D1 @ self.coef).reshape(k, -1, 3) / self.radius
-        if U is None or len(U) == 0:
-            return x, J, torch.zeros(0, k, *x.shape, dtype=torch.float64)
-        E2 = (E[None, None] - eye[:, None, None] - eye[None, :, None]).clamp_min(0)  # (k, k, F, k)
-        D2 = E.T[:, None] * (E.T[None] - eye[:, :, None]) * (d ** E2).prod(-1)  # (k, k, F)
-        G = torch.einsum("rj,jif,fn->rin", U.double(), D2, self.coef).reshape(len(U), k, -1, 3)
-        return x, J, G / self.radius ** 2
+        k, phi = q.shape[-1], self.features(q)
+        r = 0 if U is None else len(U)
+        rows = [phi[None], self._c1 * phi[self._i1] / self.radius]  # x, J
+        if r:  # G[r, i] = sum_j u_rj d2x / dq_j dq_i
+            D2 = (self._c2 * phi[self._i2]).reshape(k, -1) / self.radius ** 2  # (k, k F)
+            rows.append((U.double() @ D2).reshape(r * k, -1))
+        X = (torch.cat(rows) @ self.coef).reshape(1 + k + r * k, -1, 3)  # one product for x, J and G
+        return X[0], X[1:k + 1], X[k + 1:].reshape(r, k, *X.shape[1:])
 
     def __getattr__(self, name):  # faces, skin weights, vertices, ... of the decoder it stands for
         if name == "decoder":
