@@ -119,7 +119,7 @@ def anchor(system: System, q: torch.Tensor, directions=(), tol: float = 1e-3) ->
     ``system.derivatives == "fd"``: one batched decode of the (r + 1)(k + 1) states q, q + h e_i, q + h u_r and
     q + h u_r + h e_i (forward differences, h = ``system.fd_step``; a FloatingDecoder decodes its shared latent
     parts once); ``"jvp"``: forward-mode J (k tangents at once) and a JVP of a JVP for each H[u_r, e_i]. A
-    ``surrogate.PolySurrogate`` decoder, also inside a FloatingDecoder, gives them exactly
+    decoder with ``exact_derivatives`` (``surrogate.PolySurrogate``), also inside a FloatingDecoder, gives them exactly
     (``PolySurrogate.derivatives``, ``FloatingDecoder.derivatives``).
     """
     dt = decoder_dtype(system)
@@ -133,10 +133,9 @@ def anchor(system: System, q: torch.Tensor, directions=(), tol: float = 1e-3) ->
         if n > 0 and n > tol * float(torch.linalg.norm(v)):
             U = torch.cat([U, (w / n)[None]])
     from kinemesh.dynamics.floating import FloatingDecoder
-    from kinemesh.dynamics.surrogate import PolySurrogate
 
     dec = system.decoder
-    if isinstance(dec.decoder if isinstance(dec, FloatingDecoder) else dec, PolySurrogate):
+    if getattr(type(dec.decoder if isinstance(dec, FloatingDecoder) else dec), "exact_derivatives", False):
         x, J, G = dec.derivatives(q.detach().double(), U)  # ``distilled``: exact, also through a floating frame
         return LocalModel(q.double().clone(), x, J, U, G)
     qq = q.detach().to(dt)

@@ -29,9 +29,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
-import math
 
-import numpy as np
 import torch
 
 from kinemesh.errors import ConfigError
@@ -72,6 +70,8 @@ class PolySurrogate:
     exps : (F, k) monomial exponents. coef : (F, 3P) C, metres.
     fit_error : largest held-out error at fit time, fraction of the object size.
     """
+
+    exact_derivatives = True  # ``local.anchor`` reads x, J, G from ``derivatives`` instead of differences
 
     def __init__(self, decoder, center: torch.Tensor, radius: float, exps: torch.Tensor, coef: torch.Tensor,
                  fit_error: float = 0.0):
@@ -165,11 +165,16 @@ def _size(decoder) -> float:
     return float((rp.max(0).values - rp.min(0).values).max()) or 1.0
 
 
-def disagreement(sur: PolySurrogate, Q: torch.Tensor, X: torch.Tensor | None = None) -> float:
-    """max over states Q (n, k) and points of |x_surrogate - x_network| / object size (X: the network's points
-    (n, P, 3) there, decoded when None)."""
+def disagreements(sur: PolySurrogate, Q: torch.Tensor, X: torch.Tensor | None = None) -> torch.Tensor:
+    """(n,) max over the points of |x_surrogate - x_network| / object size at each state of Q (n, k) (X: the
+    network's points (n, P, 3) there, decoded when None)."""
     X = _decode(sur.decoder, Q) if X is None else X
-    return float((sur.points(Q) - X).norm(dim=-1).max()) / _size(sur.decoder)
+    return (sur.points(Q) - X).norm(dim=-1).amax(-1) / _size(sur.decoder)
+
+
+def disagreement(sur: PolySurrogate, Q: torch.Tensor, X: torch.Tensor | None = None) -> float:
+    """The largest of ``disagreements``."""
+    return float(disagreements(sur, Q, X).max())
 
 
 def latent_decoder(decoder):
@@ -186,73 +191,3 @@ def with_surrogate(system, sur: PolySurrogate):
 
     dec = FloatingDecoder(sur) if isinstance(system.decoder, FloatingDecoder) else sur
     return dataclasses.replace(system, decoder=dec)
-
-
-def integrate_distilled(system, state0, n_frames: int, fps: float = 30.0, block: int | None = None,
-                        tol: float | None = None, progress: bool = False, **kw):
-    """``integrate(..., integrator="local")`` on a PolySurrogate of ``system``'s decoder (module docstring), one
-    anchor per frame (no trust box: anchors are cheap), in blocks of ``block`` frames (``DISTILLED_BLOCK``). After
-    each block the network is decoded at its frames: the frames before the first one off by more than ``tol`` of
-    the size (``DISTILLED_TOL``) or outside the surrogate's ball are kept and the surrogate is refit at the last kept state (also when the state
-    has moved more than half the radius from the centre); a block whose first frame disagrees right after a refit
-    is redone with the network's anchors (``local``). ``kw`` goes to ``integrate``.
-
-    Returns its Rollout with ``anchors`` the network anchors of redone blocks, ``disagreement`` the largest
-    checked surrogate-vs-network distance of a kept frame, ``surrogate_fits`` and ``fallback_frames``. Raises as
-    ``integrate``."""
-    from kinemesh.dynamics.eom import energies
-    from kinemesh.dynamics.integrators import Rollout, integrate
-    from kinemesh.dynamics.system import State
-
-    block = DISTILLED_BLOCK if block is None else int(block)
-    tol = DISTILLED_TOL if tol is None else float(tol)
-    kw["radius"] = math.inf if kw.get("radius") is None else kw["radius"]
-    kw.setdefault("span", 1)
-    net = latent_decoder(system.decoder)
-    kl, size = int(net.mu_cond.shape[-1]), _size(net)
-    names = ("q", "qd", "times", "kinetic", "potential", "total", "substeps")
-    parts, warnings = [], []
-    state, done, sur, fresh = state0, 1, None, False
-    fits, worst, fallback, n_net, n_exact = 0, 0.0, 0, 0, 0
-    bar = None
-    if progress:
-        from kinemesh.progress import tqdm
-
-        bar = tqdm(total=n_frames - 1, desc="simulate", unit="frame")
-    while done < n_frames:
-        if sur is None or not fresh and float(torch.linalg.norm(state.q[:kl] - sur.center)) > 0.5 * sur.radius:
-            sur, fresh, fits = fit(net, state.q[:kl], seed=fits), True, fits + 1
-            sys_s = with_surrogate(system, sur)
-        nb = min(block, n_frames - done)
-        roll = integrate(sys_s, state, nb + 1, fps=fps, integrator="local", **kw)
-        Q = torch.as_tensor(roll.q[1:, :kl])
-        errs = (sur.points(Q) - _decode(net, Q)).norm(dim=-1).amax(-1) / size  # (nb,)
-        errs[(Q - sur.center).norm(dim=-1) > sur.radius] = math.inf  # outside the fitted ball: refit
-        keep = int(torch.nonzero(~(errs <= tol)).min()) if not bool((errs <= tol).all()) else nb
-        if keep == 0 and fresh:  # a fresh fit already fails at the next frame: the network's anchors
-            msg = f"t={state.t:.3f} s: surrogate and network disagree by {float(errs[0]):.3g} of the size; " \
-                  f"{nb} frames with the network's anchors"
-            log.info(msg)
-            roll = integrate(system, state, nb + 1, fps=fps, integrator="local", **kw)
-            keep, fallback, n_net = nb, fallback + nb, n_net + roll.anchors
-            warnings.append(msg)
-        else:
-            worst = max([worst] + errs[:keep].tolist())
-        warnings += roll.warnings
-        n_exact += roll.exact_frames
-        if keep:
-            parts.append([getattr(roll, n)[1:keep + 1] for n in names])
-            state = State(torch.as_tensor(roll.q[keep]), torch.as_tensor(roll.qd[keep]), float(roll.times[keep]))
-            done += keep
-            if bar is not None:
-                bar.update(keep)
-        if keep < nb:  # refit where the disagreement began
-            sur = None
-        fresh = False
-    if bar is not None:
-        bar.close()
-    e = energies(system, state0)
-    first = [state0.q.numpy()[None], state0.qd.numpy()[None], [state0.t], [e["kinetic"]], [e["potential"]],
-             [e["total"]], [0]]
-    cols = [np.concatenate([first[i]] + [p[i] for p in parts]) for i in range(len(names))]
-    return Rollout(*cols, warnings, n_net, worst, n_exact, fits, fallback)
