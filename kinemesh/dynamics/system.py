@@ -457,8 +457,8 @@ class System:
             raise ConfigError(f"derivatives must be 'jvp' or 'fd', got {self.derivatives!r}")
         if self.fd_step is None:
             mu = getattr(self.decoder, "mu_cond", None)
-            self.fd_step = FD_STEP[mu.dtype if isinstance(mu, torch.Tensor) and mu.is_floating_point()
-                                   else torch.float32]
+            dt = mu.dtype if isinstance(mu, torch.Tensor) and mu.is_floating_point() else torch.float32
+            self.fd_step = FD_STEP.get(dt, FD_STEP[torch.float32])  # (half precision: the float32 step)
         self.point_mass = torch.as_tensor(self.point_mass, dtype=torch.float64).reshape(-1)
         self.q_rest = torch.as_tensor(self.q_rest, dtype=torch.float64).reshape(-1)
         self.gravity = torch.as_tensor(self.gravity, dtype=torch.float64).reshape(3)
