@@ -34,7 +34,8 @@ FD_STEP = {torch.float64: 1e-4, torch.float32: 5e-3}
 network (relative 6e-8) over a 1e-4 step left noise of about 1e-3 in J and of order 1 m per unit q^2 in the
 second derivatives (velocity product, the ``local`` model's H), so with a float32 model (``kinemesh view``'s, a
 library user's; the other commands run float64) held drags of real objects under gravity diverged even at 128
-substeps per frame (3 real validation objects: 11 of 14; none at 5e-3). Float64 decoders keep the small step."""
+substeps per frame (3 real validation objects: 11 of 14; none at 5e-3; the viewer's drag-and-let-go under
+gravity, midpoint rule: 7 of 8 diverged, none at 5e-3). Float64 decoders keep the small step."""
 
 
 @dataclass
