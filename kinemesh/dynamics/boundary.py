@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from kinemesh.dynamics.eom import kinematics, mass_matrix, spd_solve
-from kinemesh.dynamics.system import Handles, System
+from kinemesh.dynamics.system import Handles, System, object_size
 from kinemesh.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -40,11 +40,6 @@ class InitialState:
     velocity_rms: float = 0.0
 
 
-def _size(system: System) -> float:
-    rp = system.decoder.rest_points.detach().double()
-    return float((rp.max(0).values - rp.min(0).values).max()) or 1.0
-
-
 def solve_positions(system: System, handles: Handles, targets, q_init=None, n_starts: int = 3,
                     iters: int = 40, reg: float = 1e-4, seed: int = 0,
                     least_motion: float = 0.0, polish: bool = False) -> tuple[torch.Tensor, float]:
@@ -65,7 +60,7 @@ def solve_positions(system: System, handles: Handles, targets, q_init=None, n_st
     if not torch.isfinite(targets).all():
         raise ConfigError("target positions must be finite")
     rp = system.decoder.rest_points.detach().double()
-    size = _size(system)
+    size = object_size(system.decoder)
     lam_reg = reg * size * size
     k = system.dim
     mu = system.prior_mean

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch.func import jvp
 
-from kinemesh.dynamics.system import State, System
+from kinemesh.dynamics.system import State, System, dtype_of
 
 
 @dataclass
@@ -37,9 +37,8 @@ class Kinematics:
 
 
 def decoder_dtype(system: System) -> torch.dtype:
-    """The floating dtype the system's decoder computes in (its prior mean's; float32 when it has none)."""
-    mu = getattr(system.decoder, "mu_cond", None)
-    return mu.dtype if isinstance(mu, torch.Tensor) and mu.is_floating_point() else torch.float32
+    """The floating dtype the system's decoder computes in (``system.dtype_of``)."""
+    return dtype_of(system.decoder)
 
 
 def kinematics(system: System, q: torch.Tensor, qd: torch.Tensor | None = None) -> Kinematics:

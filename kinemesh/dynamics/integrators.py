@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from kinemesh.dynamics.eom import acceleration, damping_matrix, energies
-from kinemesh.dynamics.system import State, System
+from kinemesh.dynamics.system import State, System, object_size
 from kinemesh.errors import ConfigError, SimulationDivergedError
 
 log = logging.getLogger(__name__)
@@ -309,14 +309,14 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
         raise SimulationDivergedError("initial state is not finite")
     frame_dt = 1.0 / fps
     local = integrator == "local"
-    size = _size(system)
+    size = object_size(system.decoder)
     cur = None  # local: the model of the last segment
     e0 = energies(system, state)
     qs, vs, ts = [state.q.numpy().copy()], [state.qd.numpy().copy()], [state.t]
     ek, ep, et, sub = [e0["kinetic"]], [e0["potential"]], [e0["total"]], [0]
     # energy scale: the largest kinetic / potential energy seen so far (or 1 % of m g L as a floor)
     escale = max(abs(e0["total"]), abs(e0["kinetic"]), abs(e0["potential"]),
-                 system.total_mass * float(torch.linalg.norm(system.gravity)) * 1e-2 * _size(system), 1e-12)
+                 system.total_mass * float(torch.linalg.norm(system.gravity)) * 1e-2 * size, 1e-12)
     warnings: list[str] = []
     n_guard, halvings = int(substeps), 0  # substeps set by the stability guard (only grows)
     bar = None
@@ -458,19 +458,15 @@ def local_frame(system: System, state: State, model, frame_dt: float, n_sub: int
     return s, model, n_seg * m, n_new, err_max
 
 
-def _size(system: System) -> float:
-    rp = system.decoder.rest_points.detach().double()
-    return float((rp.max(0).values - rp.min(0).values).max()) or 1.0
-
-
 def integrate_distilled(system, state0, n_frames: int, fps: float = 30.0, block: int | None = None,
                         tol: float | None = None, progress: bool = False, **kw):
-    """``integrate(..., integrator="local")`` on a PolySurrogate of ``system``'s decoder (``kinemesh.dynamics.surrogate``), one
-    anchor per frame (no trust box: anchors are cheap), in blocks of ``block`` frames (``DISTILLED_BLOCK``). After
-    each block the network is decoded at its frames: the frames before the first one off by more than ``tol`` of
-    the size (``DISTILLED_TOL``) or outside the surrogate's ball are kept and the surrogate is refit at the last kept state (also when the state
-    has moved more than half the radius from the centre); a block whose first frame disagrees right after a refit
-    is redone with the network's anchors (``local``). ``kw`` goes to ``integrate``.
+    """``integrate(..., integrator="local")`` on a PolySurrogate of ``system``'s decoder
+    (``kinemesh.dynamics.surrogate``), one anchor per frame (no trust box: anchors are cheap), in blocks of
+    ``block`` frames (``DISTILLED_BLOCK``). After each block the network is decoded at its frames: the frames
+    before the first one off by more than ``tol`` of the size (``DISTILLED_TOL``) or outside the surrogate's ball
+    are kept and the surrogate is refit at the last kept state (also when the state has moved more than half the
+    radius from the centre); a block whose first frame disagrees right after a refit is redone with the network's
+    anchors (``local``). ``kw`` goes to ``integrate``.
 
     Returns its Rollout with ``anchors`` the network anchors of redone blocks, ``disagreement`` the largest
     checked surrogate-vs-network distance of a kept frame, ``surrogate_fits`` and ``fallback_frames``. Raises as

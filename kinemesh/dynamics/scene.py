@@ -26,7 +26,7 @@ from kinemesh.dynamics.eom import kinematics, mass_matrix, spd_solve
 from kinemesh.dynamics.integrators import INTEGRATORS, Rollout, integrate
 from kinemesh.dynamics.floating import FloatingDecoder, held_base
 from kinemesh.dynamics.system import (Floor, PartContacts, PointForce, Spring, State, System, Wind, make_handles,
-                                      part_contacts)
+                                      object_size, part_contacts)
 from kinemesh.errors import ConfigError
 from kinemesh.geometry.kind import resolve_kind
 
@@ -402,7 +402,7 @@ def initial_conditions(system: System, spec: SimulationSpec, info: dict | None =
     qd0 = torch.zeros_like(q0)
     lead = np.zeros((0, system.dim))
     rp = system.decoder.rest_points.detach().double()
-    size = float((rp.max(0).values - rp.min(0).values).max()) or 1.0
+    size = object_size(system.decoder)
     if spec.drag_vertex is not None:
         if spec.drag_to is None:
             raise ConfigError("drag needs a target: --to X,Y,Z")

@@ -32,6 +32,7 @@ import logging
 
 import torch
 
+from kinemesh.dynamics.system import dtype_of, object_size
 from kinemesh.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -122,10 +123,8 @@ class PolySurrogate:
 
 def _decode(decoder, Q: torch.Tensor) -> torch.Tensor:
     """Network points (n, P, 3) float64 of states Q (n, k), one batched call without gradients."""
-    mu = getattr(decoder, "mu_cond", None)
-    dt = mu.dtype if isinstance(mu, torch.Tensor) and mu.is_floating_point() else torch.float32
     with torch.no_grad():
-        return getattr(decoder, "points_nograd", decoder.points)(Q.to(dt)).double()
+        return getattr(decoder, "points_nograd", decoder.points)(Q.to(dtype_of(decoder))).double()
 
 
 def fit(decoder, center: torch.Tensor, radius: float | None = None, degree: int | None = None,
@@ -160,16 +159,11 @@ def fit(decoder, center: torch.Tensor, radius: float | None = None, degree: int 
     return sur
 
 
-def _size(decoder) -> float:
-    rp = decoder.rest_points.detach().double()
-    return float((rp.max(0).values - rp.min(0).values).max()) or 1.0
-
-
 def disagreements(sur: PolySurrogate, Q: torch.Tensor, X: torch.Tensor | None = None) -> torch.Tensor:
     """(n,) max over the points of |x_surrogate - x_network| / object size at each state of Q (n, k) (X: the
     network's points (n, P, 3) there, decoded when None)."""
     X = _decode(sur.decoder, Q) if X is None else X
-    return (sur.points(Q) - X).norm(dim=-1).amax(-1) / _size(sur.decoder)
+    return (sur.points(Q) - X).norm(dim=-1).amax(-1) / object_size(sur.decoder)
 
 
 def disagreement(sur: PolySurrogate, Q: torch.Tensor, X: torch.Tensor | None = None) -> float:

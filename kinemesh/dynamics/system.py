@@ -29,6 +29,18 @@ import torch
 
 from kinemesh.errors import ConfigError
 
+def dtype_of(decoder) -> torch.dtype:
+    """The floating dtype ``decoder`` computes in (its prior mean's; float32 when it has none)."""
+    mu = getattr(decoder, "mu_cond", None)
+    return mu.dtype if isinstance(mu, torch.Tensor) and mu.is_floating_point() else torch.float32
+
+
+def object_size(decoder) -> float:
+    """The longest side of the bounding box of ``decoder.rest_points``, metres (1 for a single point)."""
+    rp = decoder.rest_points.detach().double()
+    return float((rp.max(0).values - rp.min(0).values).max()) or 1.0
+
+
 FD_STEP = {torch.float64: 1e-4, torch.float32: 5e-3}
 """Finite-difference step (q units, prior std) of ``derivatives="fd"`` per decoder dtype. Rounding of a float32
 network (relative 6e-8) over a 1e-4 step left noise of about 1e-3 in J and of order 1 m per unit q^2 in the
@@ -457,9 +469,7 @@ class System:
         if self.derivatives not in ("jvp", "fd"):
             raise ConfigError(f"derivatives must be 'jvp' or 'fd', got {self.derivatives!r}")
         if self.fd_step is None:
-            mu = getattr(self.decoder, "mu_cond", None)
-            dt = mu.dtype if isinstance(mu, torch.Tensor) and mu.is_floating_point() else torch.float32
-            self.fd_step = FD_STEP.get(dt, FD_STEP[torch.float32])  # (half precision: the float32 step)
+            self.fd_step = FD_STEP.get(dtype_of(self.decoder), FD_STEP[torch.float32])  # (half: the float32 step)
         self.point_mass = torch.as_tensor(self.point_mass, dtype=torch.float64).reshape(-1)
         self.q_rest = torch.as_tensor(self.q_rest, dtype=torch.float64).reshape(-1)
         self.gravity = torch.as_tensor(self.gravity, dtype=torch.float64).reshape(3)
