@@ -214,15 +214,16 @@ def pretrain_loss(out: dict, valid: torch.Tensor) -> torch.Tensor:
     return nn.functional.binary_cross_entropy_with_logits(out["valid"], valid)
 
 
-def finetune_loss(out: dict, tg: dict) -> tuple[torch.Tensor, dict]:
-    """Cross-entropy on type / axis class / sign / origin cell, L1 on residuals and limits (movable only)."""
+def finetune_loss(out: dict, tg: dict, type_weight: torch.Tensor | None = None) -> tuple[torch.Tensor, dict]:
+    """Cross-entropy on type (classes weighted by ``type_weight``) / axis class / sign / origin cell, L1 on
+    residuals and limits (movable only)."""
     F = nn.functional
     mov = tg["movable"]
     rev = (tg["type"] == 1).float()
     B = mov.shape[0]
-    ar = torch.arange(B)
+    ar = torch.arange(B, device=mov.device)
     k = tg["axis_cls"]
-    l_type = F.cross_entropy(out["type"], tg["type"])
+    l_type = F.cross_entropy(out["type"], tg["type"], weight=type_weight)
     denom = mov.sum().clamp(min=1.0)
     l_axis = (F.cross_entropy(out["axis_cls"], k, reduction="none") * mov).sum() / denom
     l_res = ((out["axis_res"][ar, k] - tg["axis_res"]).abs().sum(-1) * mov).sum() / denom
@@ -233,8 +234,9 @@ def finetune_loss(out: dict, tg: dict) -> tuple[torch.Tensor, dict]:
     l_ores = ((out["origin_res"][ar, k, oc] - tg["origin_res"]).abs().sum(-1) * rev).sum() / rden
     l_lim = ((out["limits"][ar, tg["type"]] - tg["limits"]).abs().sum(-1) * mov).sum() / denom
     total = l_type + l_axis + 3.0 * l_res + 0.5 * l_sign + l_ocls + l_ores + 0.2 * l_lim
-    return total, {"type": float(l_type), "axis": float(l_axis), "res": float(l_res), "origin": float(l_ocls),
-                   "ores": float(l_ores), "sign": float(l_sign), "limits": float(l_lim)}
+    parts = {"type": l_type, "axis": l_axis, "res": l_res, "origin": l_ocls, "ores": l_ores, "sign": l_sign,
+             "limits": l_lim}
+    return total, {k: v.detach() for k, v in parts.items()}  # tensors: no device sync per training step
 
 
 class PredictorEnsemble(nn.Module):

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
+import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -25,7 +28,6 @@ from kinemesh.articulation.dataset import (
 from kinemesh.articulation.predictor import (
     ArticulationNet, PredictorConfig, PredictorEnsemble, finetune_loss, pretrain_loss, save_predictor,
 )
-from kinemesh.geometry.validity import ValidityConfig
 
 
 @dataclass
@@ -53,28 +55,61 @@ class TrainConfig:
     # pretraining on their valid candidates needs no labels, fine-tuning uses their URDF joints)
     real_copies: int = 2  # realism copies (always yawed) per real object, on top of the object as loaded
     real_cache: str = "runs/cache/articulation_real"  # npz cache of the loaded real objects ("" = none)
+    samples: str = ""  # npz file of the generated training samples: read when it was made with the same data
+    # settings, else generated and written there (variants of the schedule then train without regenerating)
+    workers: int = 1  # processes generating the samples (each object has its own seeded generator)
+    device: str = "cpu"  # torch device of the networks' training ("cuda" on a GPU machine)
+    type_balance: float = 0.0  # type cross-entropy class weights (count / mean count)^-type_balance: 0 = plain,
+    # 1 = inverse class frequency (fixed, revolute and prismatic parts weigh alike in the type loss)
+    width: int = 64  # PredictorConfig.width (token width)
+    layers: int = 2  # PredictorConfig.layers (self-attention layers)
 
 
-def _gen(jobs, rng, cfg, with_validity, desc, n_augment: int = 0, realism=None):
-    """Samples of ``jobs``: (category or "assembly", seed) pairs built here, or ready ArticulatedObjects
-    (real objects), each followed by ``n_augment`` realism copies."""
+DATA_FIELDS = ("n_finetune", "n_pretrain", "n_assemblies_ft", "n_assemblies_pre", "n_augment", "n_augment_pre",
+               "p_sheet", "shape_uniform", "seed", "p_yaw", "real", "real_copies")
+"""The :class:`TrainConfig` fields that decide the generated samples (a ``samples`` file records them)."""
+SAMPLES_FORMAT = "kinemesh-articulation-samples-1"
+
+
+def _object_samples(args) -> list[dict]:
+    """Samples of one object: ``job`` is a (category or "assembly", seed) pair built here or a ready
+    ArticulatedObject (a real object), followed by ``n_augment`` realism copies; ``seed`` seeds its own
+    generator, so the result does not depend on the order or the process the objects are generated in."""
+    from kinemesh.articulation.realism import augment
+    from kinemesh.geometry.validity import ValidityConfig
+
+    job, seed, cfg, with_validity, n_augment, realism = args
+    rng = np.random.default_rng(seed)
+    vcfg = ValidityConfig(n_points=400, steps=6)
+    try:
+        obj = build_object(*job) if isinstance(job, tuple) else job
+    except Exception:  # a builder may give up on an unlucky seed
+        return []
+    out = part_samples(obj, rng, cfg, with_validity=with_validity, validity_config=vcfg)
+    for _ in range(n_augment):  # the originals stay: held-out instances are canonical synthetic objects
+        try:
+            out += part_samples(augment(obj, rng, realism), rng, cfg, with_validity=with_validity, validity_config=vcfg)
+        except Exception:  # an augmentation can make a part degenerate; skip that copy
+            continue
+    return out
+
+
+def _gen(jobs, seed, cfg, with_validity, desc, n_augment: int = 0, realism=None, workers: int = 1):
+    """Samples of ``jobs`` (see :func:`_object_samples`), object ``i`` seeded by ``(seed, i)``, on ``workers``
+    processes."""
     from kinemesh.progress import tqdm
 
-    from kinemesh.articulation.realism import augment
-
+    args = [(job, (*seed, i), cfg, with_validity, n_augment, realism) for i, job in enumerate(jobs)]
     out = []
-    vcfg = ValidityConfig(n_points=400, steps=6)
-    for job in tqdm(jobs, desc=desc, unit="obj"):
-        try:
-            obj = build_object(*job) if isinstance(job, tuple) else job
-        except Exception:  # a builder may give up on an unlucky seed
-            continue
-        out += part_samples(obj, rng, cfg, with_validity=with_validity, validity_config=vcfg)
-        for _ in range(n_augment):  # the originals stay: held-out instances are canonical synthetic objects
-            try:
-                out += part_samples(augment(obj, rng, realism), rng, cfg, with_validity=with_validity, validity_config=vcfg)
-            except Exception:  # an augmentation can make a part degenerate; skip that copy
-                continue
+    if workers <= 1:
+        for a in tqdm(args, desc=desc, unit="obj"):
+            out += _object_samples(a)
+        return out
+    import multiprocessing as mp
+
+    with mp.get_context("spawn").Pool(workers, initializer=torch.set_num_threads, initargs=(1,)) as pool:
+        for r in tqdm(pool.imap(_object_samples, args, chunksize=1), total=len(args), desc=desc, unit="obj"):
+            out += r
     return out
 
 
@@ -90,6 +125,7 @@ FT_KEYS = ("points", "box", "type", "axis_cls", "sign", "axis_res", "origin_cls"
 
 
 def _fit(net, data, epochs, batch, lr, loss_fn, rng, desc):
+    """AdamW with one-cycle learning rate over ``epochs`` passes of ``data`` (tensors on the net's device)."""
     from kinemesh.progress import tqdm
 
     opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=1e-4)
@@ -103,7 +139,7 @@ def _fit(net, data, epochs, batch, lr, loss_fn, rng, desc):
         perm = rng.permutation(n)
         tot = 0.0
         for b in range(max(1, n // batch)):
-            idx = torch.as_tensor(perm[b * batch:(b + 1) * batch])
+            idx = torch.as_tensor(perm[b * batch:(b + 1) * batch], device=data["points"].device)
             tb = {k: v[idx] for k, v in data.items()}
             out = net(tb["points"], tb["box"])
             loss = loss_fn(out, tb)
@@ -112,69 +148,110 @@ def _fit(net, data, epochs, batch, lr, loss_fn, rng, desc):
             torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
             opt.step()
             sched.step()
-            tot += float(loss)
-        hist.append(tot / max(1, n // batch))
+            tot += loss.detach()
+        hist.append(float(tot) / max(1, n // batch))
         bar.set_postfix(loss=f"{hist[-1]:.3f}")
     net.eval()
     return hist
 
 
-def train(out_dir: str, tc: TrainConfig, pc: PredictorConfig | None = None) -> dict:
-    """Generate data, pretrain, fine-tune, train the ablation, write both weight folders. Returns info."""
+def generate(tc: TrainConfig, pc: PredictorConfig) -> tuple[dict, dict, dict]:
+    """The fine-tuning and pretraining tensors and a summary: generated (synthetic training categories, random
+    assemblies and, with ``tc.real``, the train split of the real objects), or read from ``tc.samples`` when
+    that file was written with the same data settings."""
+    head = {"format": SAMPLES_FORMAT, "train": {k: getattr(tc, k) for k in DATA_FIELDS},
+            "predictor": {"n_part": pc.n_part, "n_shape": pc.n_shape, "shape_uniform": pc.shape_uniform}}
+    if tc.samples and Path(tc.samples).is_file():
+        with np.load(tc.samples, allow_pickle=False) as z:
+            stored = json.loads(bytes(z["head"]).decode())
+            if stored.get("format") == SAMPLES_FORMAT and stored.get("train") == head["train"] \
+                    and stored.get("predictor") == head["predictor"]:
+                ft = {k[3:]: torch.as_tensor(z[k]) for k in z.files if k.startswith("ft.")}
+                pre = {k[4:]: torch.as_tensor(z[k]) for k in z.files if k.startswith("pre.")}
+                return ft, pre, {**stored["summary"], "data_seconds": 0.0, "samples_file": str(tc.samples)}
+        print(f"{tc.samples}: made with other data settings; generating anew", file=sys.stderr)
+    from kinemesh.articulation.realism import RealismConfig
     from kinemesh.synth.categories import CATEGORIES
 
     t0 = time.time()
-    torch.manual_seed(tc.seed)
-    rng = np.random.default_rng(tc.seed)
-    pc = pc or PredictorConfig(shape_uniform=tc.shape_uniform)
     cats = [c for c in CATEGORIES if c not in HOLDOUT_CATEGORIES]
     ft_jobs = [(c, s) for c in cats for s in range(tc.n_finetune)] + \
               [("assembly", s) for s in range(tc.n_assemblies_ft)]
     pre_jobs = [(c, PRETRAIN_SEED_BASE + s) for c in cats for s in range(tc.n_pretrain)] + \
                [("assembly", PRETRAIN_SEED_BASE + s) for s in range(tc.n_assemblies_pre)]
-    from kinemesh.articulation.realism import RealismConfig
-
     realism = RealismConfig(p_sheet=tc.p_sheet, p_yaw=tc.p_yaw)
-    ft = _gen(ft_jobs, rng, pc, False, "fine-tune data", tc.n_augment, realism)
-    pre = _gen(pre_jobs, rng, pc, True, "pretrain data (validity labels)", tc.n_augment_pre, realism)
+    w, seed = tc.workers, tc.seed
+    ft = _gen(ft_jobs, (seed, 0), pc, False, "fine-tune data", tc.n_augment, realism, w)
+    pre = _gen(pre_jobs, (seed, 1), pc, True, "pretrain data (validity labels)", tc.n_augment_pre, realism, w)
     n_real = 0
     if tc.real:  # real shapes are already real: copies are turned (and sometimes reposed/stretched) only
         real = [o for _, o in real_objects(tc.real, "train", tc.real_cache or None)]
         n_real = len(real)
         rcfg = RealismConfig(p_yaw=1.0, p_repose=0.3, p_stretch=0.3, p_open=0.0, p_sheet=0.0)
-        ft += _gen(real, rng, pc, False, "fine-tune data (real)", tc.real_copies, rcfg)
-        pre += _gen(real, rng, pc, True, "pretrain data (real, validity labels)", 1, rcfg)
-    t_data = time.time() - t0
-    ft_t = _stack(ft, FT_KEYS)
-    pre_t = _stack(pre, ("points", "box", "valid"))
+        ft += _gen(real, (seed, 2), pc, False, "fine-tune data (real)", tc.real_copies, rcfg, w)
+        pre += _gen(real, (seed, 3), pc, True, "pretrain data (real, validity labels)", 1, rcfg, w)
+    ft_t, pre_t = _stack(ft, FT_KEYS), _stack(pre, ("points", "box", "valid"))
+    summary = {"train_categories": cats, "n_real_objects": n_real, "n_finetune_parts": len(ft),
+               "n_pretrain_parts": len(pre), "data_seconds": round(time.time() - t0, 1)}
+    if tc.samples:
+        from kinemesh.atomic import atomic_path
+
+        head["summary"] = summary
+        arrays = {f"ft.{k}": v.numpy() for k, v in ft_t.items()} | {f"pre.{k}": v.numpy() for k, v in pre_t.items()}
+        with atomic_path(tc.samples) as tmp:
+            np.savez(tmp, head=np.frombuffer(json.dumps(head).encode(), np.uint8), **arrays)
+    return ft_t, pre_t, summary
+
+
+def type_weights(types: torch.Tensor, power: float) -> torch.Tensor | None:
+    """Class weights (count_c / mean count)^-power for the type cross-entropy (classes absent from ``types``
+    weigh 0), or None for ``power`` 0."""
+    if power == 0:
+        return None
+    counts = torch.bincount(types, minlength=3).float()
+    w = torch.where(counts > 0, (counts / counts[counts > 0].mean()).clamp(min=1e-6) ** -power, 0.0)
+    return w
+
+
+def train(out_dir: str, tc: TrainConfig, pc: PredictorConfig | None = None) -> dict:
+    """Generate (or read) data, pretrain, fine-tune, train the ablation, write both weight folders. Returns
+    info."""
+    t0 = time.time()
+    torch.manual_seed(tc.seed)
+    rng = np.random.default_rng(tc.seed)
+    pc = pc or PredictorConfig(shape_uniform=tc.shape_uniform, width=tc.width, layers=tc.layers)
+    ft_t, pre_t, summary = generate(tc, pc)
+    dev = torch.device(tc.device)
+    ft_t = {k: v.to(dev) for k, v in ft_t.items()}
+    pre_t = {k: v.to(dev) for k, v in pre_t.items()}
     valid_rate = float(pre_t["valid"].mean())
+    tw = type_weights(ft_t["type"], tc.type_balance)
 
     def ft_loss(out, tb):
-        return finetune_loss(out, tb)[0]
+        return finetune_loss(out, tb, type_weight=tw)[0]
 
     nets, abls, h_pre, h_ft, h_abl = [], [], [], [], []
     for i in range(tc.members):  # ensemble members: same data, different initialisation and batch order
         tag = f" {i + 1}/{tc.members}" if tc.members > 1 else ""
         torch.manual_seed(tc.seed + i)
-        net = ArticulationNet(pc)
+        net = ArticulationNet(pc).to(dev)
         init = copy.deepcopy(net.state_dict())
         h_pre.append(_fit(net, pre_t, tc.epochs_pre, tc.batch, tc.lr, lambda o, b: pretrain_loss(o, b["valid"]),
                           rng, "pretrain" + tag))
         h_ft.append(_fit(net, ft_t, tc.epochs_ft, tc.batch, tc.lr, ft_loss, rng, "fine-tune" + tag))
-        abl = ArticulationNet(pc)
+        abl = ArticulationNet(pc).to(dev)
         abl.load_state_dict(init)
         h_abl.append(_fit(abl, ft_t, tc.epochs_ft, tc.batch, tc.lr, ft_loss, rng, "fine-tune (no pretraining)" + tag))
         nets.append(net)
         abls.append(abl)
     info = {
-        "train_config": tc.__dict__, "holdout_categories": list(HOLDOUT_CATEGORIES),
-        "train_categories": cats, "n_real_objects": n_real, "n_finetune_parts": len(ft), "n_pretrain_parts": len(pre),
-        "pretrain_valid_rate": valid_rate, "data_seconds": round(t_data, 1),
-        "total_seconds": round(time.time() - t0, 1),
+        "train_config": tc.__dict__, "holdout_categories": list(HOLDOUT_CATEGORIES), **summary,
+        "pretrain_valid_rate": valid_rate, "total_seconds": round(time.time() - t0, 1),
         "final_loss": {"pretrain": [h[-1] if h else None for h in h_pre], "finetune": [h[-1] for h in h_ft],
                        "ablation": [h[-1] for h in h_abl]},
-        "torch_threads": torch.get_num_threads(),
+        "torch_threads": torch.get_num_threads(), "device": str(dev),
     }
+
     def pack(ms):
         return ms[0] if len(ms) == 1 else PredictorEnsemble(ms)
 
@@ -187,11 +264,19 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="kinemesh/assets/articulation")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--generate-only", action="store_true",
+                    help="write the training samples to --samples and stop (train elsewhere, e.g. on a GPU)")
     for k, v in TrainConfig().__dict__.items():
         ap.add_argument(f"--{k.replace('_', '-')}", type=type(v), default=v)
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
     tc = TrainConfig(**{k: getattr(a, k) for k in TrainConfig().__dict__})
+    if a.generate_only:
+        if not tc.samples:
+            ap.error("--generate-only needs --samples FILE")
+        pc = PredictorConfig(shape_uniform=tc.shape_uniform, width=tc.width, layers=tc.layers)
+        print(generate(tc, pc)[2])
+        return 0
     info = train(a.out, tc)
     print({k: info[k] for k in ("n_finetune_parts", "n_pretrain_parts", "pretrain_valid_rate", "data_seconds",
                                  "total_seconds", "final_loss")})

@@ -1,0 +1,101 @@
+"""The articulation predictor's training plumbing: the samples file (read back only for the same data
+settings), the type-class weights, and training from a samples file."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from kinemesh.articulation import train as art_train
+from kinemesh.articulation.predictor import PredictorConfig, finetune_loss, load_predictor
+
+
+def _fake_samples(n: int, rng: np.random.Generator, pc: PredictorConfig, with_validity: bool) -> list[dict]:
+    """Samples shaped like ``dataset.part_samples``' (random values; types 0, 1, 2 in a 1:3:6 ratio)."""
+    p = pc.n_part + pc.n_shape
+    out = []
+    for i in range(n):
+        t = [0, 1, 1, 1, 2, 2, 2, 2, 2, 2][i % 10]
+        s = {"points": rng.normal(size=(p, 4)).astype(np.float32), "box": rng.normal(size=21).astype(np.float32),
+             "type": t, "axis_cls": i % 3, "sign": i % 2, "axis_res": np.zeros(3, np.float32),
+             "origin_cls": i % 9, "origin_res": np.zeros(2, np.float32),
+             "limits": np.array([0.0, 1.0], np.float32), "movable": float(t > 0)}
+        if with_validity:
+            s["valid"] = (rng.random(60) < 0.4).astype(np.float32)
+        out.append(s)
+    return out
+
+
+@pytest.fixture
+def fake_gen(monkeypatch):
+    """Replace the (slow) object generation by random samples; counts the calls."""
+    calls = []
+
+    def gen(jobs, seed, cfg, with_validity, desc, n_augment=0, realism=None, workers=1):
+        calls.append(desc)
+        return _fake_samples(20, np.random.default_rng(len(calls)), cfg, with_validity)
+
+    monkeypatch.setattr(art_train, "_gen", gen)
+    return calls
+
+
+def test_samples_file_is_read_back_only_for_the_same_data_settings(tmp_path, fake_gen):
+    pc = PredictorConfig(n_part=8, n_shape=8)
+    path = tmp_path / "samples.npz"
+    tc = art_train.TrainConfig(samples=str(path), n_finetune=1, n_pretrain=1)
+    ft, pre, summary = art_train.generate(tc, pc)
+    assert path.is_file() and len(fake_gen) == 2 and summary["n_finetune_parts"] == 20
+    ft2, pre2, summary2 = art_train.generate(tc, pc)  # read back: no generation, same tensors
+    assert len(fake_gen) == 2 and summary2["samples_file"] == str(path)
+    for k in ft:
+        assert torch.equal(ft[k], ft2[k]) and ft[k].dtype == ft2[k].dtype
+    assert torch.equal(pre["valid"], pre2["valid"])
+    # a schedule option does not touch the data: still read back
+    art_train.generate(art_train.TrainConfig(samples=str(path), n_finetune=1, n_pretrain=1, epochs_ft=3,
+                                             type_balance=1.0), pc)
+    assert len(fake_gen) == 2
+    # a data option does: generated anew (and the file rewritten)
+    art_train.generate(art_train.TrainConfig(samples=str(path), n_finetune=2, n_pretrain=1), pc)
+    assert len(fake_gen) == 4
+
+
+def test_type_weights_balance_the_classes():
+    types = torch.tensor([0] + [1] * 3 + [2] * 6)
+    assert art_train.type_weights(types, 0.0) is None
+    w = art_train.type_weights(types, 1.0)
+    counts = torch.tensor([1.0, 3.0, 6.0])
+    assert torch.allclose(w * counts, (w * counts)[0].expand(3))  # each class weighs alike in the sum
+    w_half = art_train.type_weights(types, 0.5)
+    assert w_half[0] > w_half[1] > w_half[2] and w_half[0] < w[0]
+    assert art_train.type_weights(torch.tensor([1, 1, 2]), 1.0)[0] == 0  # an absent class weighs 0
+
+
+def test_weighted_type_loss_equals_the_class_weighted_mean():
+    torch.manual_seed(0)
+    types = torch.tensor([0, 1, 1, 2, 2, 2])
+    logits = torch.randn(6, 3)
+    w = art_train.type_weights(types, 1.0)
+    B = len(types)
+    out = {"type": logits, "axis_cls": torch.randn(B, 3), "axis_res": torch.zeros(B, 3, 3),
+           "sign": torch.randn(B, 3, 2), "origin_cls": torch.randn(B, 3, 9), "origin_res": torch.zeros(B, 3, 9, 2),
+           "limits": torch.zeros(B, 3, 2)}
+    tg = {"type": types, "movable": (types > 0).float(), "axis_cls": torch.zeros(B, dtype=torch.long),
+          "axis_res": torch.zeros(B, 3), "sign": torch.zeros(B, dtype=torch.long),
+          "origin_cls": torch.zeros(B, dtype=torch.long), "origin_res": torch.zeros(B, 2), "limits": torch.zeros(B, 2)}
+    nll = -torch.log_softmax(logits, -1)[torch.arange(B), types]
+    expect = (w[types] * nll).sum() / w[types].sum()
+    assert torch.allclose(finetune_loss(out, tg, type_weight=w)[1]["type"], expect)
+    assert torch.allclose(finetune_loss(out, tg)[1]["type"], nll.mean())
+
+
+def test_training_from_a_samples_file_writes_loadable_predictors(tmp_path, fake_gen):
+    path = tmp_path / "samples.npz"
+    common = dict(samples=str(path), n_finetune=1, n_pretrain=1, epochs_pre=1, epochs_ft=1, members=2, batch=8,
+                  width=16, layers=1, type_balance=1.0)
+    info = art_train.train(str(tmp_path / "w"), art_train.TrainConfig(**common),
+                           PredictorConfig(n_part=8, n_shape=8, width=16, layers=1))
+    assert info["device"] == "cpu" and np.isfinite(info["final_loss"]["finetune"]).all()
+    for folder in (tmp_path / "w", tmp_path / "w" / "no_pretrain"):
+        net = load_predictor(folder)
+        assert len(net.members) == 2 and net.config.width == 16 and net.config.layers == 1
