@@ -27,6 +27,7 @@ if [ ! -f "$SAMPLES" ]; then
 fi
 declare -A OPTS=(
   [base]=""                                         # the TrainConfig schedule on the larger data
+  [seed10]="--net-seed 10"                          # the same with other initial weights: run-to-run spread
   [tb]="--type-balance 1"                           # type classes weighted by inverse frequency
   [long]="--epochs-pre 60 --epochs-ft 80"           # twice the epochs
   [wide]="--width 96 --layers 3"                    # a wider, deeper network

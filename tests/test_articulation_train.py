@@ -99,3 +99,29 @@ def test_training_from_a_samples_file_writes_loadable_predictors(tmp_path, fake_
     for folder in (tmp_path / "w", tmp_path / "w" / "no_pretrain"):
         net = load_predictor(folder)
         assert len(net.members) == 2 and net.config.width == 16 and net.config.layers == 1
+
+
+def test_merged_predictor_averages_every_member_and_refuses_other_sizes(tmp_path, fake_gen):
+    from kinemesh.articulation.predictor import merge_predictors
+    from kinemesh.errors import InputFileError
+
+    folders = []
+    for name, seed, width in (("a", 0, 16), ("b", 5, 16), ("c", 0, 8)):
+        tc = art_train.TrainConfig(samples=str(tmp_path / "s.npz"), epochs_pre=1, epochs_ft=1, members=1 + (name == "b"),
+                                   batch=8, width=width, layers=1, net_seed=seed)
+        art_train.train(str(tmp_path / name), tc, PredictorConfig(n_part=8, n_shape=8, width=width, layers=1))
+        folders.append(tmp_path / name)
+    merged = merge_predictors(folders[:2])
+    assert len(merged.members) == 3
+    pts, box = torch.randn(2, 16, 4), torch.randn(2, 21)
+    a, b = load_predictor(folders[0]), load_predictor(folders[1])
+    with torch.no_grad():
+        expect = (a(pts, box)["type"] + 2 * b(pts, box)["type"]) / 3
+        assert torch.allclose(merged(pts, box)["type"], expect, atol=1e-6)
+    with pytest.raises(InputFileError, match="width"):
+        merge_predictors([folders[0], folders[2]])
+    # the command line writes both ensembles, or nothing
+    assert art_train.main(["--merge", str(folders[0]), str(folders[1]), "--out", str(tmp_path / "m")]) == 0
+    assert len(load_predictor(tmp_path / "m" / "no_pretrain").members) == 3
+    assert art_train.main(["--merge", str(folders[0]), str(folders[2]), "--out", str(tmp_path / "bad")]) == 2
+    assert not (tmp_path / "bad").exists()

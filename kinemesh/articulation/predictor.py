@@ -306,6 +306,22 @@ def load_predictor(folder: str | os.PathLike | None = None, device: str = "cpu")
     return net.to(device).eval()
 
 
+def merge_predictors(folders: list[str | os.PathLike]) -> PredictorEnsemble:
+    """One ensemble of every member of the predictors in ``folders`` (their networks must have the same
+    sizes; training provenance may differ). Raises InputFileError naming the first folder that does not fit."""
+    members, first = [], None
+    for folder in folders:
+        net = load_predictor(folder)
+        sizes = {k: v for k, v in asdict(net.config).items() if k != "extra"}
+        if first is None:
+            first = sizes
+        elif sizes != first:
+            diff = sorted(k for k in sizes if sizes[k] != first[k])
+            raise InputFileError(Path(folder), f"network sizes differ from {folders[0]} ({', '.join(diff)})")
+        members += list(net.members) if isinstance(net, PredictorEnsemble) else [net]
+    return PredictorEnsemble(members)
+
+
 # ---------------------------------------------------------------------------------------------- decode
 @dataclass
 class RawPrediction:

@@ -26,7 +26,8 @@ from kinemesh.articulation.dataset import (
     HOLDOUT_CATEGORIES, PRETRAIN_SEED_BASE, build_object, part_samples, real_objects,
 )
 from kinemesh.articulation.predictor import (
-    ArticulationNet, PredictorConfig, PredictorEnsemble, finetune_loss, pretrain_loss, save_predictor,
+    ArticulationNet, PredictorConfig, PredictorEnsemble, finetune_loss, merge_predictors, pretrain_loss,
+    save_predictor,
 )
 
 
@@ -61,6 +62,8 @@ class TrainConfig:
     device: str = "cpu"  # torch device of the networks' training ("cuda" on a GPU machine)
     type_balance: float = 0.0  # type cross-entropy class weights (count / mean count)^-type_balance: 0 = plain,
     # 1 = inverse class frequency (fixed, revolute and prismatic parts weigh alike in the type loss)
+    net_seed: int = -1  # seed of the members' initialisation and batch order (-1: ``seed``); unlike ``seed`` it
+    # leaves the samples as they are, so two values give the run-to-run spread of one schedule
     width: int = 64  # PredictorConfig.width (token width)
     layers: int = 2  # PredictorConfig.layers (self-attention layers)
 
@@ -217,8 +220,8 @@ def train(out_dir: str, tc: TrainConfig, pc: PredictorConfig | None = None) -> d
     """Generate (or read) data, pretrain, fine-tune, train the ablation, write both weight folders. Returns
     info."""
     t0 = time.time()
-    torch.manual_seed(tc.seed)
-    rng = np.random.default_rng(tc.seed)
+    net_seed = tc.seed if tc.net_seed < 0 else tc.net_seed
+    rng = np.random.default_rng(net_seed)
     pc = pc or PredictorConfig(shape_uniform=tc.shape_uniform, width=tc.width, layers=tc.layers)
     ft_t, pre_t, summary = generate(tc, pc)
     dev = torch.device(tc.device)
@@ -233,7 +236,7 @@ def train(out_dir: str, tc: TrainConfig, pc: PredictorConfig | None = None) -> d
     nets, abls, h_pre, h_ft, h_abl = [], [], [], [], []
     for i in range(tc.members):  # ensemble members: same data, different initialisation and batch order
         tag = f" {i + 1}/{tc.members}" if tc.members > 1 else ""
-        torch.manual_seed(tc.seed + i)
+        torch.manual_seed(net_seed + i)
         net = ArticulationNet(pc).to(dev)
         init = copy.deepcopy(net.state_dict())
         h_pre.append(_fit(net, pre_t, tc.epochs_pre, tc.batch, tc.lr, lambda o, b: pretrain_loss(o, b["valid"]),
@@ -264,6 +267,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="kinemesh/assets/articulation")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--merge", nargs="+", metavar="FOLDER",
+                    help="write one ensemble of the members of these predictor folders (and of their no_pretrain/ "
+                         "ablations) to --out instead of training")
     ap.add_argument("--generate-only", action="store_true",
                     help="write the training samples to --samples and stop (train elsewhere, e.g. on a GPU)")
     for k, v in TrainConfig().__dict__.items():
@@ -271,6 +277,19 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
     tc = TrainConfig(**{k: getattr(a, k) for k in TrainConfig().__dict__})
+    if a.merge:
+        from kinemesh.errors import InputFileError
+
+        info = {"variant": "merged ensemble", "merged_from": [str(f) for f in a.merge]}
+        try:  # both ensembles are built before anything is written
+            nets = (merge_predictors(a.merge), merge_predictors([Path(f) / "no_pretrain" for f in a.merge]))
+        except InputFileError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        save_predictor(nets[0], a.out, info)
+        save_predictor(nets[1], f"{a.out}/no_pretrain", {**info, "variant": "merged ensemble (no pretraining ablations)"})
+        print(f"wrote {a.out} and {a.out}/no_pretrain")
+        return 0
     if a.generate_only:
         if not tc.samples:
             ap.error("--generate-only needs --samples FILE")
