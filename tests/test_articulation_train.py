@@ -123,5 +123,11 @@ def test_merged_predictor_averages_every_member_and_refuses_other_sizes(tmp_path
     # the command line writes both ensembles, or nothing
     assert art_train.main(["--merge", str(folders[0]), str(folders[1]), "--out", str(tmp_path / "m")]) == 0
     assert len(load_predictor(tmp_path / "m" / "no_pretrain").members) == 3
+    assert art_train.main(["--merge", str(folders[0]), str(folders[1]), "--out", str(tmp_path / "h"), "--float16"]) == 0
+    half = load_predictor(tmp_path / "h")
+    assert (tmp_path / "h" / "model.safetensors").stat().st_size < 0.6 * (tmp_path / "m" / "model.safetensors").stat().st_size
+    with torch.no_grad():  # float16 storage rounds the weights only
+        assert all(p.dtype == torch.float32 for p in half.parameters())
+        assert torch.allclose(half(pts, box)["type"], expect, atol=2e-2)
     assert art_train.main(["--merge", str(folders[0]), str(folders[2]), "--out", str(tmp_path / "bad")]) == 2
     assert not (tmp_path / "bad").exists()

@@ -257,16 +257,17 @@ class PredictorEnsemble(nn.Module):
 
 
 def save_predictor(net: ArticulationNet | PredictorEnsemble, folder: str | os.PathLike,
-                   info: dict | None = None) -> Path:
-    """Write ``config.json`` + ``model.safetensors`` (float32) atomically into ``folder``. An ensemble is one
-    file with the members' tensors under ``members.<i>.`` and ``"members": n`` in the config."""
+                   info: dict | None = None, dtype: torch.dtype = torch.float32) -> Path:
+    """Write ``config.json`` + ``model.safetensors`` (tensors stored as ``dtype``: float32, or float16 for half
+    the size; loading casts them to the network's float32) atomically into ``folder``. An ensemble is one file
+    with the members' tensors under ``members.<i>.`` and ``"members": n`` in the config."""
     from safetensors.torch import save_file
 
     from kinemesh.atomic import atomic_path, write_text
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().cpu().float().contiguous() for k, v in net.state_dict().items()}
+    state = {k: v.detach().cpu().to(dtype).contiguous() for k, v in net.state_dict().items()}
     with atomic_path(folder / "model.safetensors") as tmp:
         save_file(state, str(tmp), metadata={"format": "kinemesh-articulation-1"})
     cfg = asdict(net.config)

@@ -270,6 +270,8 @@ def main(argv=None) -> int:
     ap.add_argument("--merge", nargs="+", metavar="FOLDER",
                     help="write one ensemble of the members of these predictor folders (and of their no_pretrain/ "
                          "ablations) to --out instead of training")
+    ap.add_argument("--float16", action="store_true",
+                    help="with --merge: store the weights as float16 (half the size)")
     ap.add_argument("--generate-only", action="store_true",
                     help="write the training samples to --samples and stop (train elsewhere, e.g. on a GPU)")
     for k, v in TrainConfig().__dict__.items():
@@ -280,14 +282,21 @@ def main(argv=None) -> int:
     if a.merge:
         from kinemesh.errors import InputFileError
 
-        info = {"variant": "merged ensemble", "merged_from": [str(f) for f in a.merge]}
+        def provenance(folder):  # each source's own training record, so the merged folder describes itself
+            cfg = json.loads((Path(folder) / "config.json").read_text())
+            return {"folder": str(folder), "members": cfg.get("members", 1), "extra": cfg.get("extra", {})}
+
         try:  # both ensembles are built before anything is written
             nets = (merge_predictors(a.merge), merge_predictors([Path(f) / "no_pretrain" for f in a.merge]))
         except InputFileError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        save_predictor(nets[0], a.out, info)
-        save_predictor(nets[1], f"{a.out}/no_pretrain", {**info, "variant": "merged ensemble (no pretraining ablations)"})
+        info = {"variant": "merged ensemble", "merged_from": [provenance(f) for f in a.merge]}
+        dtype = torch.float16 if a.float16 else torch.float32
+        save_predictor(nets[0], a.out, info, dtype)
+        info_abl = {"variant": "merged ensemble (no pretraining ablations)",
+                    "merged_from": [provenance(Path(f) / "no_pretrain") for f in a.merge]}
+        save_predictor(nets[1], f"{a.out}/no_pretrain", info_abl, dtype)
         print(f"wrote {a.out} and {a.out}/no_pretrain")
         return 0
     if a.generate_only:
