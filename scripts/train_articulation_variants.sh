@@ -38,10 +38,15 @@ start=$(date +%s)
 pids=()
 for v in $VARIANTS; do
   if [ -z "${OPTS[$v]+x}" ]; then echo "unknown variant $v (known: ${!OPTS[*]})" >&2; exit 2; fi
-  cmd=("$PY" -m kinemesh.articulation.train --samples "$SAMPLES" --device "$DEVICE" --out "$DEST/$v" $DATA ${OPTS[$v]} $EXTRA)
+  cmd=("$PY" -m kinemesh.articulation.train --samples "$SAMPLES" --samples-only --device "$DEVICE" --out "$DEST/$v" $DATA ${OPTS[$v]} $EXTRA)
   if [ "$LIMIT" != "0" ]; then cmd=(timeout "$LIMIT" "${cmd[@]}"); fi
-  ( "${cmd[@]}" > "$DEST/$v.log" 2>&1; echo "$v: exit $? after $(( $(date +%s) - start )) s" | tee -a "$DEST/summary.txt" ) &
+  ( "${cmd[@]}" > "$DEST/$v.log" 2>&1; rc=$?; echo "$v: exit $rc after $(( $(date +%s) - start )) s" | tee -a "$DEST/summary.txt"; exit $rc ) &
   pids+=($!)
 done
-wait "${pids[@]}"
+failed=0
+for p in "${pids[@]}"; do wait "$p" || failed=1; done
 echo "all variants: $(( $(date +%s) - start )) s on $DEVICE" | tee -a "$DEST/summary.txt"
+for v in $VARIANTS; do
+  if [ ! -f "$DEST/$v/model.safetensors" ]; then echo "variant $v failed: see $DEST/$v.log" >&2; failed=1; fi
+done
+exit "$failed"

@@ -131,3 +131,13 @@ def test_merged_predictor_averages_every_member_and_refuses_other_sizes(tmp_path
         assert torch.allclose(half(pts, box)["type"], expect, atol=2e-2)
     assert art_train.main(["--merge", str(folders[0]), str(folders[2]), "--out", str(tmp_path / "bad")]) == 2
     assert not (tmp_path / "bad").exists()
+
+
+def test_samples_only_refuses_a_missing_or_other_samples_file(tmp_path, fake_gen):
+    path = tmp_path / "s.npz"
+    args = ["--samples", str(path), "--samples-only", "--epochs-pre", "1", "--epochs-ft", "1", "--members", "1",
+            "--out", str(tmp_path / "w")]
+    assert art_train.main(args) == 2 and not fake_gen  # missing: nothing generated
+    art_train.generate(art_train.TrainConfig(samples=str(path)), PredictorConfig())
+    assert art_train.main(args + ["--n-finetune", "3"]) == 2 and len(fake_gen) == 2  # other data settings
+    assert not (tmp_path / "w").exists()

@@ -158,10 +158,11 @@ def _fit(net, data, epochs, batch, lr, loss_fn, rng, desc):
     return hist
 
 
-def generate(tc: TrainConfig, pc: PredictorConfig) -> tuple[dict, dict, dict]:
+def generate(tc: TrainConfig, pc: PredictorConfig, read_only: bool = False) -> tuple[dict, dict, dict]:
     """The fine-tuning and pretraining tensors and a summary: generated (synthetic training categories, random
     assemblies and, with ``tc.real``, the train split of the real objects), or read from ``tc.samples`` when
-    that file was written with the same data settings."""
+    that file was written with the same data settings. ``read_only``: never generate (InputFileError when the
+    file is missing or was made with other settings)."""
     head = {"format": SAMPLES_FORMAT, "train": {k: getattr(tc, k) for k in DATA_FIELDS},
             "predictor": {"n_part": pc.n_part, "n_shape": pc.n_shape, "shape_uniform": pc.shape_uniform}}
     if tc.samples and Path(tc.samples).is_file():
@@ -172,7 +173,16 @@ def generate(tc: TrainConfig, pc: PredictorConfig) -> tuple[dict, dict, dict]:
                 ft = {k[3:]: torch.as_tensor(z[k]) for k in z.files if k.startswith("ft.")}
                 pre = {k[4:]: torch.as_tensor(z[k]) for k in z.files if k.startswith("pre.")}
                 return ft, pre, {**stored["summary"], "data_seconds": 0.0, "samples_file": str(tc.samples)}
+        if read_only:
+            from kinemesh.errors import InputFileError
+
+            diff = sorted(k for k in head["train"] if stored.get("train", {}).get(k) != head["train"][k])
+            raise InputFileError(Path(tc.samples), f"made with other data settings ({', '.join(diff) or 'sizes'})")
         print(f"{tc.samples}: made with other data settings; generating anew", file=sys.stderr)
+    elif read_only:
+        from kinemesh.errors import InputFileError
+
+        raise InputFileError(Path(tc.samples or "--samples"), "no samples file (make it with --generate-only)")
     from kinemesh.articulation.realism import RealismConfig
     from kinemesh.synth.categories import CATEGORIES
 
@@ -216,14 +226,14 @@ def type_weights(types: torch.Tensor, power: float) -> torch.Tensor | None:
     return w
 
 
-def train(out_dir: str, tc: TrainConfig, pc: PredictorConfig | None = None) -> dict:
-    """Generate (or read) data, pretrain, fine-tune, train the ablation, write both weight folders. Returns
-    info."""
+def train(out_dir: str, tc: TrainConfig, pc: PredictorConfig | None = None, read_only: bool = False) -> dict:
+    """Generate (or read; ``read_only``: only read, see :func:`generate`) data, pretrain, fine-tune, train the
+    ablation, write both weight folders. Returns info."""
     t0 = time.time()
     net_seed = tc.seed if tc.net_seed < 0 else tc.net_seed
     rng = np.random.default_rng(net_seed)
     pc = pc or PredictorConfig(shape_uniform=tc.shape_uniform, width=tc.width, layers=tc.layers)
-    ft_t, pre_t, summary = generate(tc, pc)
+    ft_t, pre_t, summary = generate(tc, pc, read_only)
     dev = torch.device(tc.device)
     ft_t = {k: v.to(dev) for k, v in ft_t.items()}
     pre_t = {k: v.to(dev) for k, v in pre_t.items()}
@@ -264,6 +274,8 @@ def train(out_dir: str, tc: TrainConfig, pc: PredictorConfig | None = None) -> d
 
 
 def main(argv=None) -> int:
+    from kinemesh.errors import InputFileError
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="kinemesh/assets/articulation")
     ap.add_argument("--threads", type=int, default=1)
@@ -272,6 +284,8 @@ def main(argv=None) -> int:
                          "ablations) to --out instead of training")
     ap.add_argument("--float16", action="store_true",
                     help="with --merge: store the weights as float16 (half the size)")
+    ap.add_argument("--samples-only", action="store_true",
+                    help="train only from the --samples file as it is: an error instead of generating anew")
     ap.add_argument("--generate-only", action="store_true",
                     help="write the training samples to --samples and stop (train elsewhere, e.g. on a GPU)")
     for k, v in TrainConfig().__dict__.items():
@@ -280,8 +294,6 @@ def main(argv=None) -> int:
     torch.set_num_threads(a.threads)
     tc = TrainConfig(**{k: getattr(a, k) for k in TrainConfig().__dict__})
     if a.merge:
-        from kinemesh.errors import InputFileError
-
         def provenance(folder):  # each source's own training record, so the merged folder describes itself
             cfg = json.loads((Path(folder) / "config.json").read_text())
             return {"folder": str(folder), "members": cfg.get("members", 1), "extra": cfg.get("extra", {})}
@@ -305,7 +317,11 @@ def main(argv=None) -> int:
         pc = PredictorConfig(shape_uniform=tc.shape_uniform, width=tc.width, layers=tc.layers)
         print(generate(tc, pc)[2])
         return 0
-    info = train(a.out, tc)
+    try:
+        info = train(a.out, tc, read_only=a.samples_only)
+    except InputFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print({k: info[k] for k in ("n_finetune_parts", "n_pretrain_parts", "pretrain_valid_rate", "data_seconds",
                                  "total_seconds", "final_loss")})
     return 0
