@@ -23,11 +23,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch.func import jvp
 
-from kinemesh.dynamics.eom import Kinematics, decoder_dtype, latent_forces, latent_potential
-from kinemesh.dynamics.system import System
+from kinemesh.dynamics.eom import Kinematics, LatentTerms, decoder_dtype, latent_terms
+from kinemesh.dynamics.system import System, as_numpy
 
 
 @dataclass
@@ -62,6 +63,7 @@ class LocalModel:
         U, Pm = self.U, self._eye - self.U.T @ self.U
         self._lin = (torch.einsum("rl,ji->ljri", U, self._eye) + torch.einsum("rj,il->ljri", U, Pm)).reshape(k, -1)
         self._quad = torch.einsum("rj,il->jlri", U, self._eye + Pm).reshape(k, -1)
+        self._maps = {torch.Tensor: (self._lin, self._quad), np.ndarray: (self._lin.numpy(), self._quad.numpy())}
 
     def reduced(self, system: System) -> Reduced:
         """The model's :class:`Reduced` tensors for ``system`` (built once per system)."""
@@ -69,15 +71,15 @@ class LocalModel:
             self._red = (system, Reduced.build(self, system))
         return self._red[1]
 
-    def _coef(self, v: torch.Tensor) -> torch.Tensor:
+    def _coef(self, v):
         """C (k, r k) with H~[e_j, v] = sum_{r, i} C[j, (r, i)] G[r, i]: C[j, r, i] = s_r delta_ij + U[r, j] e_i,
-        s = U v, e = v - U^T s (module docstring with P = U^T U)."""
-        return (v @ self._lin).reshape(v.shape[0], -1)
+        s = U v, e = v - U^T s (module docstring with P = U^T U). v: a tensor or float64 numpy (k,), C alike."""
+        return (v @ self._maps[type(v)][0]).reshape(v.shape[0], -1)
 
-    def hessian_coef(self, v: torch.Tensor) -> torch.Tensor:
+    def hessian_coef(self, v):
         """(r k,) coefficients of H~[v, v] = sum_{r, i} c[(r, i)] G[r, i]: c = s_r (2 v - U^T s)_i, s = U v
-        (``_coef`` with e = v - U^T s: H~[v, v] = sum_j v_j H~[e_j, v])."""
-        return v @ (v @ self._quad).reshape(v.shape[0], -1)
+        (``_coef`` with e = v - U^T s: H~[v, v] = sum_j v_j H~[e_j, v]). v: a tensor or float64 numpy (k,)."""
+        return v @ (v @ self._maps[type(v)][1]).reshape(v.shape[0], -1)
 
     def kinematics(self, q: torch.Tensor, qd: torch.Tensor | None = None) -> Kinematics:
         """Model points x (P, 3), Jacobian J (k, P, 3) = J_a + H~[d, .], and (with ``qd``) xd = J qd and
@@ -93,10 +95,10 @@ class LocalModel:
             out.hqq = (self.hessian_coef(qd) @ self._Gf).reshape(P, 3)
         return out
 
-    def coupling(self, system: System, q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        """C = d/dqd [J^T diag(m) H~[qd, qd]] = 2 J^T diag(m) H~[., v] (k, k) of the model at (q, v)."""
+    def coupling(self, system: System, q, v) -> np.ndarray:
+        """C = d/dqd [J^T diag(m) H~[qd, qd]] = 2 J^T diag(m) H~[., v] (k, k) float64 numpy of the model at (q, v)."""
         red = self.reduced(system)  # 2 A_J(q) Gram A_H(v)^T, A_H(v) = [0 | 0 | C(v)] (``Reduced``)
-        Cv = self._coef(v.double())
+        Cv = self._coef(as_numpy(v))
         return 2.0 * red.jacobian_coef(q) @ red.gram[:, red.nb - Cv.shape[1]:] @ Cv.T
 
     def energies(self, system: System, state) -> dict[str, float]:
@@ -160,7 +162,8 @@ def anchor(system: System, q: torch.Tensor, directions=(), tol: float = 1e-3) ->
 @dataclass
 class Reduced:
     """The quadratic model of a :class:`LocalModel` with the points contracted away (issue 17): a substep
-    without contact forces then costs O(n_b^2 k) with n_b = 1 + k + r k, independent of the point count.
+    without contact forces then costs O(n_b^2 k) with n_b = 1 + k + r k, independent of the point count, in a few
+    float64 numpy operations (q, qd: tensors or numpy (k,); results numpy).
 
     Every model quantity is a combination of the n_b basis rows B = [x_a; J_a; G] (n_b, 3P): x = a_x B,
     J = A_J B, H~[qd, qd] = a_h B (``LocalModel.kinematics``), so with W = diag(m) per coordinate
@@ -179,20 +182,20 @@ class Reduced:
     gram : (n_b, n_b) B W B^T, kg m^2 per unit q^2.
     grav : (n_b,) B W g, N m.
     fields : per system force, (n_b,) B f of its constant point forces, or None for a contact force.
-    basis : (n_b, P, 3) B, metres (per unit q, q^2).
+    basis : (n_b, P, 3) B, metres (per unit q, q^2), a tensor (for contact forces).
     handles : per spring, ((n_b, h, 3) basis rows at its handles, (h, 3) handle position at a_x = 0), metres.
     v_rest : sum_p m_p g . x_rest_p, J (the gravity energy of the rest shape).
-    head : (k, 1 + k) the first columns [0 | I] of every A_J.
+    latent : the system's ``eom.LatentTerms``.
     """
 
     model: LocalModel
     nb: int
-    gram: torch.Tensor
-    grav: torch.Tensor
+    gram: np.ndarray
+    grav: np.ndarray
     fields: list
     handles: list
     v_rest: float
-    head: torch.Tensor
+    latent: LatentTerms
     basis: torch.Tensor
 
     @classmethod
@@ -211,44 +214,44 @@ class Reduced:
                 fields.append(None)
                 continue
             pf = f.point_forces() if hasattr(f, "point_forces") else f.handles.spread(f.force, P)
-            fields.append(B @ pf.reshape(-1))
+            fields.append((B @ pf.reshape(-1)).numpy())
         rp = system.decoder.rest_points.detach().double()
         handles = []
         for s in system.springs:
             w = s.handles.w.to(B)[..., None]  # (h, n, 1)
-            handles.append(((w * Bp[:, s.handles.idx]).sum(-2), s.handles.rest - (w * rp[s.handles.idx]).sum(-2)))
-        k = model.J.shape[0]
-        gram = BW @ B.T
-        return cls(model, nb, 0.5 * (gram + gram.T), BW @ g.repeat(P), fields, handles,
-                   float((m[:, None] * decoded_rest_points(system) * g).sum()),
-                   torch.cat([torch.zeros(k, 1, dtype=B.dtype), model._eye], 1), Bp)
+            handles.append(((w * Bp[:, s.handles.idx]).sum(-2).numpy(),
+                            (s.handles.rest - (w * rp[s.handles.idx]).sum(-2)).numpy()))
+        gram = (BW @ B.T).numpy()
+        return cls(model, nb, 0.5 * (gram + gram.T), (BW @ g.repeat(P)).numpy(), fields, handles,
+                   float((m[:, None] * decoded_rest_points(system) * g).sum()), latent_terms(system), Bp)
 
     def __post_init__(self):  # A_J(q) = A_0 + (q - q_a) L_A, one product (``jacobian_coef``)
-        k, md = self.head.shape[0], self.model
-        self._a0 = torch.cat([self.head, torch.zeros(k, self.nb - k - 1, dtype=torch.float64)], 1)
-        self._alin = torch.cat([torch.zeros(k, k, k + 1, dtype=torch.float64), md._lin.reshape(k, k, -1)], 2)
-        self._alin = self._alin.reshape(k, -1)
+        md = self.model
+        k = md.J.shape[0]
+        self._qa = md.q.numpy()
+        self._a0 = np.zeros((k, self.nb))
+        self._a0[:, 1:k + 1] = np.eye(k)  # [0 | I | 0]
+        self._alin = np.concatenate([np.zeros((k, k, k + 1)), md._lin.numpy().reshape(k, k, -1)], 2).reshape(k, -1)
 
-    def position_coef(self, q: torch.Tensor) -> torch.Tensor:
+    def position_coef(self, q) -> np.ndarray:
         """a_x (n_b,) with x(q) = a_x B (``LocalModel.kinematics``)."""
-        d = q.double() - self.model.q
-        return torch.cat([d.new_ones(1), d, 0.5 * self.model.hessian_coef(d)])
+        d = as_numpy(q) - self._qa
+        return np.concatenate([np.ones(1), d, 0.5 * self.model.hessian_coef(d)])
 
-    def jacobian_coef(self, q: torch.Tensor) -> torch.Tensor:
+    def jacobian_coef(self, q) -> np.ndarray:
         """A_J (k, n_b) = [0 | I | C(q - q_a)] with J(q) = A_J B."""
-        return self._a0 + ((q.double() - self.model.q) @ self._alin).reshape(self._a0.shape)
+        return self._a0 + ((as_numpy(q) - self._qa) @ self._alin).reshape(self._a0.shape)
 
-    def terms(self, system: System, q: torch.Tensor, qd: torch.Tensor,
-              t: float) -> tuple[torch.Tensor, torch.Tensor, Kinematics]:
+    def terms(self, system: System, q, qd, t: float) -> tuple[np.ndarray, np.ndarray, Kinematics]:
         """(M (k, k), rhs (k,), Kinematics) at (q, qd, t): M = J^T W J + m_reg I and rhs = -dV/dq + J^T f_ext
         - J^T W H~[qd, qd] (``eom.acceleration`` before damping), both of the model; the Kinematics holds
         ``hj``, the handle Jacobians (k, h, 3) of the system's springs, and only with contact forces the points
-        x, velocities xd (P, 3) and J as a :class:`ModelJacobian` (else None)."""
+        x, velocities xd (P, 3) tensors and J as a :class:`ModelJacobian` (else None)."""
+        q, qd = as_numpy(q), as_numpy(qd)
         A = self.jacobian_coef(q)
         AG = A @ self.gram
         M = AG @ A.T  # symmetric (Gram is)
-        if system.latent_inertia:
-            M.diagonal().add_(system.latent_inertia)
+        M.flat[::M.shape[0] + 1] += self.latent.m_reg
         a_h = self.model.hessian_coef(qd)  # H~[qd, qd] = a_h G
         f = self.grav
         kin = Kinematics(x=None, J=None, hj=[])
@@ -256,31 +259,31 @@ class Reduced:
             if bf is None:  # a contact force: at the points
                 if kin.x is None:
                     B = self.basis.reshape(self.nb, -1)
-                    kin.x = (self.position_coef(q) @ B).reshape(self.basis.shape[1:])
-                    kin.xd = ((qd @ A) @ B).reshape(self.basis.shape[1:])
-                    kin.J = ModelJacobian(A, self.basis)
-                f = f + B @ force.contact_forces(kin.x, kin.xd, system.point_mass).reshape(-1)
+                    kin.x = (torch.from_numpy(self.position_coef(q)) @ B).reshape(self.basis.shape[1:])
+                    kin.xd = (torch.from_numpy(qd @ A) @ B).reshape(self.basis.shape[1:])
+                    kin.J = ModelJacobian(torch.from_numpy(A), self.basis)
+                f = f + (B @ force.contact_forces(kin.x, kin.xd, system.point_mass).reshape(-1)).numpy()
             elif hasattr(force, "point_forces") or force.t_start <= t < force.t_end:
                 f = f + bf
-        rhs = A @ f - AG[:, self.nb - a_h.shape[0]:] @ a_h + latent_forces(system, q)
+        rhs = A @ f - AG[:, self.nb - a_h.shape[0]:] @ a_h + self.latent.forces(q)
         if system.springs:
             a_x = self.position_coef(q)
             for s, (Bh, c) in zip(system.springs, self.handles):
-                Jh = torch.einsum("ib,bhc->ihc", A, Bh)
-                r = c + torch.einsum("b,bhc->hc", a_x, Bh) - s.target
-                rhs = rhs - s.stiffness * torch.einsum("ihc,hc->i", Jh, r)
+                Jh = np.einsum("ib,bhc->ihc", A, Bh)
+                r = c + np.einsum("b,bhc->hc", a_x, Bh) - as_numpy(s.target)
+                rhs = rhs - s.stiffness * np.einsum("ihc,hc->i", Jh, r)
                 kin.hj.append(Jh)
         return M, rhs, kin
 
-    def energies(self, system: System, q: torch.Tensor, qd: torch.Tensor) -> dict[str, float]:
+    def energies(self, system: System, q, qd) -> dict[str, float]:
         """{'kinetic', 'potential', 'total'} of the model at (q, qd), joules (``eom.energies`` on the model)."""
-        q, qd = q.double(), qd.double()
+        q, qd = as_numpy(q), as_numpy(qd)
         a_xd = qd @ self.jacobian_coef(q)
         a_x = self.position_coef(q)
-        T = 0.5 * float(a_xd @ self.gram @ a_xd) + 0.5 * system.latent_inertia * float(qd @ qd)
-        V = -float(a_x @ self.grav) + self.v_rest + float(latent_potential(system, q))
+        T = 0.5 * float(a_xd @ self.gram @ a_xd) + 0.5 * self.latent.m_reg * float(qd @ qd)
+        V = -float(a_x @ self.grav) + self.v_rest + self.latent.potential(q)
         for s, (Bh, c) in zip(system.springs, self.handles):
-            r = c + torch.einsum("b,bhc->hc", a_x, Bh) - s.target
+            r = c + np.einsum("b,bhc->hc", a_x, Bh) - as_numpy(s.target)
             V += 0.5 * s.stiffness * float((r * r).sum())
         return {"kinetic": T, "potential": V, "total": T + V}
 
