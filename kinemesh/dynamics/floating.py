@@ -130,31 +130,45 @@ class FloatingDecoder:
             inner, inverse = torch.unique(q[:, :self.k_latent], dim=0, return_inverse=True)
             return self._rigid(q, self.decoder.points(inner)[inverse])
 
-    def derivatives(self, q: torch.Tensor, U: torch.Tensor | None = None) -> tuple:
-        """(x (P, 3), J (k + 6, P, 3), G (r, k + 6, P, 3)) at q (k + 6,), exact, for a wrapped decoder with exact
-        ``derivatives`` (``surrogate.PolySurrogate``): J[i] = dx/dq_i, G[r, i] = H[u_r, e_i] for the rows u_r of
-        U (r, k + 6) (None: r = 0), composed through x = R(theta) y(q) + c + t, y = x_def - c
-        (``rotation_derivatives``): latent i: J = R J_y, theta_a: dR_a y, t_a: e_a; H[e_i, e_j] = R H_y,
-        H[e_i, theta_a] = dR_a J_y[i], H[theta_a, theta_b] = d2R_ab y, translation rows 0. float64."""
+    def derivative_coefs(self, q: torch.Tensor, U: torch.Tensor | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """x, J = dx/dq and G[r, i] = H[u_r, e_i] (rows u_r of U (r, k + 6), None: r = 0) at q (k + 6,), exact, in
+        coefficient form (``local.PolyBasis``) for a wrapped decoder with ``derivative_rows``
+        (``surrogate.PolySurrogate``): (K (n_b, 3, F, 3), tau (n_b, 3)), row b = sum_{f, j} K[b, :, f, j] C[f, :, j]
+        + tau[b] for the ``dictionary`` C, n_b = 1 + (k + 6)(1 + r). Composed through x = R(theta) y(q) + c + t,
+        y = phi(q) C (the centre c taken off the constant monomial's coefficients), with the monomial rows
+        phi, phi_i, phi_ri of y, J_y, H_y[u_r, e_i] (``derivative_rows``) and dR, d2R of ``rotation_derivatives``:
+        K[b] = sum_s T_s (x) A[b, s] over T = (R, dR_a, d2R_ab), where x: R phi, latent i: R phi_i, theta_a:
+        dR_a phi, t_a: tau = e_a; H[e_i, e_j] -> R, H[e_i, theta_a] -> dR_a phi_i, H[theta_a, theta_b] -> d2R_ab
+        phi, translation rows 0. float64."""
         kl, q = self.k_latent, q.detach().double()
         U = torch.zeros(0, kl + RIGID_DIMS, dtype=torch.float64) if U is None else U.double()
-        Ul, Ut, r = U[:, :kl], U[:, kl:kl + 3], len(U)
-        xd, Jy, Gy = self.decoder.derivatives(q[:kl], Ul)
-        R, dR, d2R = rotation_derivatives(q[kl:kl + 3])
-        c = self.center.double()
-        y, P, T = xd - c, len(xd), torch.cat([R[None], dR])  # T: (4, 3, 3) = [R, dR_0, dR_1, dR_2]
-        yT = (y @ torch.cat([T, d2R.reshape(9, 3, 3)]).reshape(-1, 3).T).reshape(P, 13, 3)  # M y per matrix M
-        JT = (Jy.reshape(-1, 3) @ T.reshape(-1, 3).T).reshape(kl, P, 4, 3)  # M J_y[i], M in T
-        eye = torch.eye(3, dtype=torch.float64)[:, None].expand(3, P, 3)
-        J = torch.cat([JT[:, :, 0], yT[:, 1:4].transpose(0, 1), eye])
-        G = torch.zeros(r, kl + RIGID_DIMS, P, 3, dtype=torch.float64)
-        if r:
-            JdR = JT[:, :, 1:].permute(2, 0, 1, 3)  # (a, k, P, 3): dR_a J_y[i]
-            yd2R = yT[:, 4:].reshape(P, 3, 3, 3)  # (P, a, b, 3): d2R_ab y
-            G[:, :kl] = (Gy.reshape(-1, 3) @ R.T).reshape(r, kl, P, 3) + (Ut @ JdR.reshape(3, -1)).reshape(r, kl, P, 3)
-            G[:, kl:kl + 3] = (Ul @ JdR.transpose(0, 1).reshape(kl, -1)).reshape(r, 3, P, 3) + \
-                (Ut @ yd2R.permute(2, 1, 0, 3).reshape(3, -1)).reshape(r, 3, P, 3)
-        return yT[:, 0] + c + q[kl + 3:], J, G
+        Ul, Ut, r, k = U[:, :kl].numpy(), U[:, kl:kl + 3].numpy(), len(U), kl + RIGID_DIMS
+        Phi = self.decoder.derivative_rows(q[:kl], U[:, :kl]).numpy()  # (1 + kl + r kl, F)
+        y, Jy, Gy = Phi[0], Phi[1:kl + 1], Phi[kl + 1:].reshape(r, kl, Phi.shape[1])
+        R, dR, d2R = (a.numpy() for a in rotation_derivatives(q[kl:kl + 3]))
+        T = np.concatenate([R[None], dR, d2R.reshape(9, 3, 3)])  # (13, 3, 3): R, dR_a (1 + a), d2R_ab (4 + 3a + b)
+        A, tau = np.zeros((1 + k + r * k, 13, len(y))), np.zeros((1 + k + r * k, 3))
+        ar = np.arange(3)
+        A[0, 0], tau[0] = y, self.center.double().numpy() + q[kl + 3:].numpy()
+        A[1:kl + 1, 0] = Jy
+        A[1 + kl + ar, 1 + ar] = y
+        tau[kl + 4:kl + 7] = np.eye(3)
+        G = A[1 + k:].reshape(r, k, 13, len(y))  # a view
+        G[:, :kl, 0] = Gy
+        G[:, :kl, 1:4] = Ut[:, None, :, None] * Jy[None, :, None, :]
+        G[:, kl + ar, 1 + ar] = (Ul @ Jy)[:, None]
+        for a in range(3):
+            G[:, kl + a, 4 + 3 * a:7 + 3 * a] = Ut[:, :, None] * y
+        K = (A.transpose(0, 2, 1) @ T.reshape(13, 9)).reshape(len(A), len(y), 3, 3)  # K[b, f, i, j]
+        return K.transpose(0, 2, 1, 3), tau
+
+    def dictionary(self) -> np.ndarray:
+        """The wrapped surrogate's ``dictionary`` (3F, P) with the centre c taken off (``derivative_coefs``)."""
+        return self.decoder.dictionary(self.center)
+
+    def moments(self, m: torch.Tensor) -> tuple:
+        """The wrapped surrogate's ``moments`` of this ``dictionary`` for point masses m (P,)."""
+        return self.decoder.moments(m, self.center)
 
     def vertices(self, q: torch.Tensor, body_offset: torch.Tensor | None = None) -> torch.Tensor:
         """q (..., k + 6) -> (..., N, 3) metres. ``body_offset`` (N, 3) is added in the body frame (before
