@@ -219,3 +219,34 @@ def test_coefficient_form_reduced_model_equals_the_point_form_float64():
     other = anchor(sysm, q1, [qd])
     assert poly.disagreement(other, qd, 1 / 30, 0.5) == pytest.approx(dense.disagreement(other, qd, 1 / 30, 0.5),
                                                                        rel=1e-9)
+
+
+def test_exact_midpoint_step_on_a_surrogate_uses_exact_anchors_float64():
+    """``step_midpoint`` on a surrogate (no ``local`` model: the frames ``distilled`` redoes exactly) evaluates exact
+    anchors (no finite differences): its acceleration equals the forward-mode (jvp) path on the same polynomial
+    map to 1e-9 relative, and one step lands where the jvp path's does within the Newton tolerance."""
+    from kinemesh.dynamics.eom import acceleration
+    from kinemesh.dynamics.integrators import step_midpoint
+    from kinemesh.dynamics.local import anchor, exact_derivatives
+    from kinemesh.dynamics.surrogate import latent_decoder
+
+    from test_dynamics_local import floating_system
+
+    class Hidden:  # the surrogate's map without its exact derivatives: the network's path
+        def __init__(self, sur):
+            self.sur = sur
+
+        def __getattr__(self, name):
+            return getattr(self.sur, name)
+
+    base = floating_system()
+    sur = fit(latent_decoder(base.decoder), torch.zeros(2, dtype=torch.float64), radius=0.3, degree=3)
+    exact, plain = with_surrogate(base, sur), with_surrogate(base, Hidden(sur))
+    assert exact_derivatives(exact.decoder) and not exact_derivatives(plain.decoder)
+    gen = torch.Generator().manual_seed(2)
+    q, qd = 0.1 * torch.randn(8, generator=gen, dtype=torch.float64), torch.randn(8, generator=gen, dtype=torch.float64)
+    a_ref = acceleration(plain, q, qd, 0.15)
+    assert torch.allclose(acceleration(exact, q, qd, 0.15, local=anchor(exact, q, [qd])), a_ref,
+                          rtol=1e-9, atol=1e-9 * float(a_ref.abs().max()))
+    s1, s2 = step_midpoint(exact, State(q, qd, 0.15), 1 / 60), step_midpoint(plain, State(q, qd, 0.15), 1 / 60)
+    assert torch.allclose(s1.q, s2.q, atol=1e-7) and torch.allclose(s1.qd, s2.qd, atol=1e-5)

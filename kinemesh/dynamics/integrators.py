@@ -133,14 +133,23 @@ def step_midpoint(system: System, state: State, dt: float, tol: float = 1e-6, ma
     :func:`stiffness_matrix`, C from :func:`velocity_coupling`, evaluated once per step), so stiff springs
     (pins, elastic term, barrier) and fast motion converge in a few iterations at steps far beyond the
     fixed-point limit. ``tol`` is on q and dt * qd, in q units (prior std). With ``local`` (a LocalModel)
-    every evaluation is on that model (no network). The iteration runs on float64 numpy (k,) vectors
-    (``eom.acceleration_terms``).
+    every evaluation is on that model (no network). On a decoder with exact derivatives (``distilled``'s
+    surrogate, ``local.exact_derivatives``) every evaluation is on an exact anchor there instead (``local.anchor``
+    at q_m along qd_m: x, J and H[qd_m, qd_m] exact, no differences). The iteration runs on float64 numpy (k,)
+    vectors (``eom.acceleration_terms``).
     """
+    from kinemesh.dynamics.local import anchor, exact_derivatives
+
+    exact = local is None and exact_derivatives(system.decoder)
+
+    def model(q, v):  # the model of an evaluation at (q, v): ``local``, an exact anchor there, or the network (None)
+        return anchor(system, torch.from_numpy(q), [torch.from_numpy(v)]) if exact else local
+
     q0, v0, t0 = state.q.numpy(), state.qd.numpy(), state.t
     a = None if state.qdd is None else state.qdd.numpy()
     if a is None or not np.isfinite(a).all():
-        a = acceleration_terms(system, q0, v0, t0, local)[0]
-    lat = local.reduced(system).latent if local is not None else latent_terms(system)
+        a = acceleration_terms(system, q0, v0, t0, model(q0, v0))[0]
+    lat = latent_terms(system) if local is None else local.reduced(system).latent
     v1 = v0 + dt * a
     C = None
     prev = math.inf
@@ -148,12 +157,13 @@ def step_midpoint(system: System, state: State, dt: float, tol: float = 1e-6, ma
     scale = tol * (1.0 + float(np.abs(q0).max()))
     for it in range(max_iter):
         qm, vm = q0 + 0.25 * dt * (v0 + v1), 0.5 * (v0 + v1)
-        am, kin, M = acceleration_terms(system, qm, vm, t0 + 0.5 * dt, local)
+        at = model(qm, vm)
+        am, kin, M = acceleration_terms(system, qm, vm, t0 + 0.5 * dt, at)
         R = v1 - v0 - dt * am
         K = stiffness_matrix(system, qm, kin.J, kin.hj, lat)
         if C is None:
             C = velocity_coupling(system, torch.from_numpy(qm), torch.from_numpy(vm), kin=kin).numpy() \
-                if local is None else local.coupling(system, qm, vm)
+                if at is None else at.coupling(system, qm, vm)
         A = M + 0.25 * dt * dt * K + 0.5 * dt * (lat.damping_matrix(M) + C)
         if kin.J is not None:  # (None: a local model's evaluation without contact forces)
             K_c, C_c = contact_matrices(system, kin.x, kin.xd, kin.J)

@@ -220,6 +220,15 @@ class LocalModel:
         return float(torch.maximum(d[0].norm(dim=-1), dt * d[1].norm(dim=-1)).max()) / size
 
 
+def exact_derivatives(decoder) -> bool:
+    """Whether ``decoder`` (or the one a FloatingDecoder wraps) gives its derivatives exactly in coefficient form
+    (``surrogate.PolySurrogate``), so an anchor costs no decode (``anchor``)."""
+    from kinemesh.dynamics.floating import FloatingDecoder
+
+    return getattr(type(decoder.decoder if isinstance(decoder, FloatingDecoder) else decoder), "exact_derivatives",
+                   False)
+
+
 def anchor(system: System, q: torch.Tensor, directions=(), tol: float = 1e-3) -> LocalModel:
     """The LocalModel of ``system.decoder`` at q (k,), second order along ``directions`` (vectors (k,),
     orthonormalised in order; one that is zero or within ``tol`` of the span of the previous ones is dropped).
@@ -241,10 +250,8 @@ def anchor(system: System, q: torch.Tensor, directions=(), tol: float = 1e-3) ->
         n = float(torch.linalg.norm(w))
         if n > 0 and n > tol * float(torch.linalg.norm(v)):
             U = torch.cat([U, (w / n)[None]])
-    from kinemesh.dynamics.floating import FloatingDecoder
-
     dec = system.decoder
-    if getattr(type(dec.decoder if isinstance(dec, FloatingDecoder) else dec), "exact_derivatives", False):
+    if exact_derivatives(dec):
         K, tau = dec.derivative_coefs(q.detach().double(), U)  # ``distilled``: exact, also through a floating frame
         return LocalModel(q.double().clone(), U, PolyBasis(K, tau, dec))
     qq = q.detach().to(dt)
