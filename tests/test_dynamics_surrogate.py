@@ -150,8 +150,8 @@ def test_anchor_on_a_surrogate_reads_its_exact_derivatives():
 
 def test_floating_surrogate_derivatives_match_finite_differences_float64():
     """``FloatingDecoder.derivative_coefs`` (as points) on a surrogate (x = R(theta) (y(q) - c) + c + t): x equals
-    ``points``, J and G = H[u_r, .] equal float64 central differences of the points and of J, and ``local.anchor`` on the floating
-    surrogate system reads them (no differences)."""
+    ``points``, J and G = H[u_r, .] equal float64 central differences of the points and of J, and ``local.anchor``
+    on the floating surrogate system reads them (no differences)."""
     from kinemesh.dynamics.local import anchor
 
     dec = FloatingDecoder(fit(QuadDecoder(), torch.zeros(3, dtype=torch.float64), radius=0.5, degree=2))
