@@ -49,9 +49,9 @@ class DenseBasis:
         """B f (n_b,) for point forces f (P, 3)."""
         return (self._flat @ f.reshape(-1)).numpy()
 
-    def combine(self, a: np.ndarray) -> torch.Tensor:
-        """a B as points (..., P, 3) for coefficients a (..., n_b)."""
-        return (torch.from_numpy(a) @ self._flat).reshape(*a.shape[:-1], *self.rows.shape[1:])
+    def combine(self, a: np.ndarray) -> np.ndarray:
+        """a B as points (..., P, 3) float64 numpy for coefficients a (..., n_b)."""
+        return (a @ self._flat.numpy()).reshape(*a.shape[:-1], *self.rows.shape[1:])
 
     def at(self, idx) -> torch.Tensor:
         """The rows at points ``idx`` (indices of any shape, or a (P,) mask): (n_b, *idx, 3)."""
@@ -98,10 +98,10 @@ class PolyBasis:
         f = f.numpy()
         return np.einsum("bin,ni->b", self.K, self._C @ f) + self.tau @ f.sum(0)
 
-    def combine(self, a: np.ndarray) -> torch.Tensor:
-        """a B as points (..., P, 3) for coefficients a (..., n_b)."""
+    def combine(self, a: np.ndarray) -> np.ndarray:
+        """a B as points (..., P, 3) float64 numpy for coefficients a (..., n_b)."""
         X = (a @ self.K.reshape(len(self.K), -1)).reshape(-1, self._C.shape[0]) @ self._C  # (... 3, P)
-        return torch.from_numpy(X.reshape(*a.shape[:-1], 3, -1).swapaxes(-1, -2) + (a @ self.tau)[..., None, :])
+        return X.reshape(*a.shape[:-1], 3, -1).swapaxes(-1, -2) + (a @ self.tau)[..., None, :]
 
     def at(self, idx) -> torch.Tensor:
         """The rows at points ``idx`` (indices of any shape, or a (P,) mask): (n_b, *idx, 3)."""
@@ -191,11 +191,12 @@ class LocalModel:
         """Model points x (P, 3), Jacobian J (k, P, 3) = J_a + H~[d, .], and (with ``qd``) xd = J qd and
         H~[qd, qd] (P, 3) at q (k,): coefficient vectors combined with the basis (no per-point loops)."""
         A, rows = self.jacobian_coef(q), self.basis.rows
-        out = Kinematics(x=self.basis.combine(self.position_coef(q)),
+        out = Kinematics(x=torch.from_numpy(self.basis.combine(self.position_coef(q))),
                          J=(torch.from_numpy(A) @ rows.reshape(len(rows), -1)).reshape(len(A), *rows.shape[1:]))
         if qd is not None:
             qd = as_numpy(qd)
-            out.xd, out.hqq = self.basis.combine(qd @ A), self.basis.combine(self.velocity_coef(qd))
+            xd = self.basis.combine(np.stack([qd @ A, self.velocity_coef(qd)]))
+            out.xd, out.hqq = torch.from_numpy(xd[0]), torch.from_numpy(xd[1])
         return out
 
     def coupling(self, system: System, q, v) -> np.ndarray:
@@ -217,7 +218,8 @@ class LocalModel:
         own[0, 0], own[1, 1:len(qd) + 1] = 1.0, qd
         d = self.basis.combine(np.stack([self.position_coef(other.q), qd @ self.jacobian_coef(other.q)])) \
             - other.basis.combine(own)
-        return float(torch.maximum(d[0].norm(dim=-1), dt * d[1].norm(dim=-1)).max()) / size
+        d2 = (d * d).sum(-1)
+        return float(np.sqrt(max(d2[0].max(), dt * dt * d2[1].max()))) / size
 
 
 def exact_derivatives(decoder) -> bool:
@@ -350,7 +352,8 @@ class Reduced:
         for force, bf in zip(system.forces, self.fields):
             if bf is None:  # a contact force: at the points
                 if kin.x is None:
-                    kin.x, kin.xd = md.basis.combine(md.position_coef(q)), md.basis.combine(qd @ A)
+                    x = torch.from_numpy(md.basis.combine(np.stack([md.position_coef(q), qd @ A])))
+                    kin.x, kin.xd = x[0], x[1]
                     kin.J = ModelJacobian(A, md.basis)
                 f = f + md.basis.apply(force.contact_forces(kin.x, kin.xd, system.point_mass))
             elif hasattr(force, "point_forces") or force.t_start <= t < force.t_end:
