@@ -304,3 +304,18 @@ def test_latent_terms_forces_and_stiffness_are_derivatives_of_the_potential_floa
     assert np.allclose(lat.stiffness(q), -np.diag(dF), rtol=1e-6, atol=1e-8) and np.allclose(dF, np.diag(np.diag(dF)))
     D = lat.damping_matrix(np.full((8, 8), 2.0))  # Rayleigh damping on the 2 latent coordinates only
     assert np.allclose(D[:2, :2], 0.3 * 2.0 + np.diag([0.05, 0.05])) and not D[2:].any() and not D[:, 2:].any()
+
+
+def test_kinematics_without_velocity_is_kept_for_the_same_state():
+    """``eom.kinematics(system, q)`` (set-up asks for the rest state's several times) returns its last result for the
+    same q, and decodes again for another q or method."""
+    from kinemesh.dynamics.eom import kinematics
+
+    sysm = cabinet_system("fd")
+    q = torch.tensor([0.3, -0.2], dtype=torch.float64)
+    a = kinematics(sysm, q)
+    assert kinematics(sysm, q.clone()) is a and kinematics(sysm, q + 1e-3) is not a
+    b = kinematics(sysm, q)
+    sysm.derivatives = "jvp"
+    c = kinematics(sysm, q)
+    assert c is not b and torch.allclose(c.J, b.J, atol=1e-6) and kinematics(sysm, q, torch.ones(2)).hqq is not None

@@ -52,7 +52,21 @@ def kinematics(system: System, q: torch.Tensor, qd: torch.Tensor | None = None) 
     from a JVP of a JVP; ``"fd"`` - one batched plain forward of 2k + 3 states (central differences with
     step ``system.fd_step`` in q units), several times faster on transformer decoders where PyTorch's
     forward-mode AD (and nested forward mode even more) is slow; use it with a float64 decoder.
+    Without ``qd`` the last result is kept on ``system`` and returned again for the same q, decoder and method
+    (set-up asks for the rest state's Jacobian four times); treat it as read-only.
     """
+    if qd is None:
+        key = (as_numpy(q).tobytes(), system.decoder, system.derivatives, system.fd_step)
+        last = getattr(system, "_kin_last", None)
+        if last is not None and last[0][0] == key[0] and all(a is b or a == b for a, b in zip(last[0][1:], key[1:])):
+            return last[1]
+        system._kin_last = (key, _kinematics(system, q, None))
+        return system._kin_last[1]
+    return _kinematics(system, q, qd)
+
+
+def _kinematics(system: System, q: torch.Tensor, qd: torch.Tensor | None) -> Kinematics:
+    """``kinematics`` without its cache."""
     dt = decoder_dtype(system)
     f = system.decoder.points
     k = int(q.shape[0])
