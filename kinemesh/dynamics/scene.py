@@ -478,11 +478,12 @@ class SimulationResult:
     info: dict = field(default_factory=dict)
 
 
-def decode_vertices(decoder, q: np.ndarray, chunk: int = 8, rest_offset: np.ndarray | None = None,
+def decode_vertices(decoder, q: np.ndarray, chunk: int = 32, rest_offset: np.ndarray | None = None,
                     max_vertices: int = 2_000_000) -> np.ndarray:
     """Vertices (T, N, 3) float32 of states q (T, k), decoded ``chunk`` frames at a time (fewer when
     chunk x N would exceed ``max_vertices``) without gradients into one preallocated array, so the peak
-    memory is the output plus one bounded chunk (the decoder blocks the vertices itself).
+    memory is the output plus one bounded chunk (the decoder blocks the vertices itself). The network's cost per
+    state falls with the batch (bench beam, float64: 0.59 ms at 8 states, 0.45 ms at 32, 0.41 ms at 120).
 
     ``rest_offset`` (N, 3) is added to every frame (see ``run``'s rest correction).
     """
