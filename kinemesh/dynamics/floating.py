@@ -47,20 +47,20 @@ def rotation_matrix(theta: torch.Tensor) -> torch.Tensor:
 _LEVI = np.zeros((3, 3, 3))  # Levi-Civita symbol
 for _i, _j, _k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
     _LEVI[_i, _j, _k], _LEVI[_i, _k, _j] = 1.0, -1.0
+_KA = -_LEVI.transpose(2, 0, 1)  # K_a = [e_a]_x, (3, 3, 3): (K_a)_ij = -eps_ija
+_KAKB = np.einsum("aij,bjk->abik", _KA, _KA)
+_KAKB = _KAKB + _KAKB.transpose(1, 0, 2, 3)  # K_a K_b + K_b K_a
+_SERIES = np.array([[(-1.0) ** j / math.factorial(2 * j + 1 + o) for j in range(12)] for o in (0, 1)])
+_SERIES_D = (_SERIES[:, 1:] * np.arange(1, 12), _SERIES[:, 2:] * np.arange(2, 12) * np.arange(1, 11))
 
 
 def _rodrigues_coefficients(s: float) -> tuple:
     """(a, a', a'', b, b', b'') of R = I + a K + b K^2 as functions of s = |theta|^2: a = sin(n)/n,
     b = (1 - cos n)/n^2, ' = d/ds. Power series below s = 1 (no cancellation near 0), closed forms above."""
-    if s < 1.0:  # a = sum (-s)^j / (2j+1)!, b = sum (-s)^j / (2j+2)!
-        out = [0.0] * 6
-        for j in range(12):
-            for o, fac in ((0, math.factorial(2 * j + 1)), (3, math.factorial(2 * j + 2))):
-                c = (-1.0) ** j / fac
-                out[o] += c * s ** j
-                out[o + 1] += j * c * s ** (j - 1) if j >= 1 else 0.0
-                out[o + 2] += j * (j - 1) * c * s ** (j - 2) if j >= 2 else 0.0
-        return tuple(out)
+    if s < 1.0:  # a = sum (-s)^j / (2j+1)!, b = sum (-s)^j / (2j+2)!, 12 terms, and their derivatives in s
+        p = s ** np.arange(12)
+        (a, b), (a1, b1), (a2, b2) = _SERIES @ p, _SERIES_D[0] @ p[:11], _SERIES_D[1] @ p[:10]
+        return float(a), float(a1), float(a2), float(b), float(b1), float(b2)
     n = math.sqrt(s)
     a, b = math.sin(n) / n, (1.0 - math.cos(n)) / s
     a1, b1 = (math.cos(n) - a) / (2 * s), (a - 2 * b) / (2 * s)
@@ -74,17 +74,13 @@ def rotation_derivatives(theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
     product rule once more (``_rodrigues_coefficients``)."""
     th = theta.detach().double().cpu().numpy()
     a, a1, a2, b, b1, b2 = _rodrigues_coefficients(float(th @ th))
-    Ka = -_LEVI.transpose(2, 0, 1)  # K_a = [e_a]_x, (3, 3, 3): (K_a)_ij = -eps_ija
-    K = np.einsum("a,aij->ij", th, Ka)
-    K2, S = K @ K, Ka @ K + K @ Ka  # S_a = K_a K + K K_a
+    K = (th @ _KA.reshape(3, 9)).reshape(3, 3)
+    K2, S = K @ K, _KA @ K + K @ _KA  # S_a = K_a K + K K_a
     R = np.eye(3) + a * K + b * K2
-    dR = 2 * th[:, None, None] * (a1 * K + b1 * K2) + a * Ka + b * S
-    P = np.einsum("aij,bjk->abik", Ka, Ka)
-    d2R = (2 * np.eye(3)[:, :, None, None] * (a1 * K + b1 * K2)
-           + 4 * np.outer(th, th)[:, :, None, None] * (a2 * K + b2 * K2)
-           + 2 * th[:, None, None, None] * (a1 * Ka + b1 * S)[None]
-           + 2 * th[None, :, None, None] * (a1 * Ka + b1 * S)[:, None]
-           + b * (P + P.transpose(1, 0, 2, 3)))
+    C1, C2, C3 = a1 * K + b1 * K2, a2 * K + b2 * K2, a1 * _KA + b1 * S
+    dR = 2 * th[:, None, None] * C1 + a * _KA + b * S
+    d2R = (2 * np.eye(3)[:, :, None, None] * C1 + 4 * np.outer(th, th)[:, :, None, None] * C2
+           + 2 * th[:, None, None, None] * C3[None] + 2 * th[None, :, None, None] * C3[:, None] + b * _KAKB)
     return torch.from_numpy(R), torch.from_numpy(dR), torch.from_numpy(d2R)
 
 
@@ -133,7 +129,7 @@ class FloatingDecoder:
     def derivative_coefs(self, q: torch.Tensor, U: torch.Tensor | None = None) -> tuple[np.ndarray, np.ndarray]:
         """x, J = dx/dq and G[r, i] = H[u_r, e_i] (rows u_r of U (r, k + 6), None: r = 0) at q (k + 6,), exact, in
         coefficient form (``local.PolyBasis``) for a wrapped decoder with ``derivative_rows``
-        (``surrogate.PolySurrogate``): (K (n_b, 3, F, 3), tau (n_b, 3)), row b = sum_{f, j} K[b, :, f, j] C[f, :, j]
+        (``surrogate.PolySurrogate``): (K (n_b, 3, 3, F), tau (n_b, 3)), row b = sum_{j, f} K[b, :, j, f] C[f, :, j]
         + tau[b] for the ``dictionary`` C, n_b = 1 + (k + 6)(1 + r). Composed through x = R(theta) y(q) + c + t,
         y = phi(q) C (the centre c taken off the constant monomial's coefficients), with the monomial rows
         phi, phi_i, phi_ri of y, J_y, H_y[u_r, e_i] (``derivative_rows``) and dR, d2R of ``rotation_derivatives``:
@@ -143,7 +139,7 @@ class FloatingDecoder:
         kl, q = self.k_latent, q.detach().double()
         U = torch.zeros(0, kl + RIGID_DIMS, dtype=torch.float64) if U is None else U.double()
         Ul, Ut, r, k = U[:, :kl].numpy(), U[:, kl:kl + 3].numpy(), len(U), kl + RIGID_DIMS
-        Phi = self.decoder.derivative_rows(q[:kl], U[:, :kl]).numpy()  # (1 + kl + r kl, F)
+        Phi = self.decoder.derivative_rows(q[:kl], U[:, :kl])  # (1 + kl + r kl, F)
         y, Jy, Gy = Phi[0], Phi[1:kl + 1], Phi[kl + 1:].reshape(r, kl, Phi.shape[1])
         R, dR, d2R = (a.numpy() for a in rotation_derivatives(q[kl:kl + 3]))
         T = np.concatenate([R[None], dR, d2R.reshape(9, 3, 3)])  # (13, 3, 3): R, dR_a (1 + a), d2R_ab (4 + 3a + b)
@@ -159,8 +155,7 @@ class FloatingDecoder:
         G[:, kl + ar, 1 + ar] = (Ul @ Jy)[:, None]
         for a in range(3):
             G[:, kl + a, 4 + 3 * a:7 + 3 * a] = Ut[:, :, None] * y
-        K = (A.transpose(0, 2, 1) @ T.reshape(13, 9)).reshape(len(A), len(y), 3, 3)  # K[b, f, i, j]
-        return K.transpose(0, 2, 1, 3), tau
+        return (T.reshape(13, 9).T @ A).reshape(len(A), 3, 3, len(y)), tau  # K[b, i, j, f]
 
     def dictionary(self) -> np.ndarray:
         """The wrapped surrogate's ``dictionary`` (3F, P) with the centre c taken off (``derivative_coefs``)."""

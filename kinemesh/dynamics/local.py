@@ -60,7 +60,7 @@ class DenseBasis:
 
 class PolyBasis:
     """The basis rows B = [x_a; J_a; G] of an anchor on a polynomial surrogate in coefficient form (``distilled``,
-    issue 17): B[b, p, i] = sum_{f, j} K[b, i, f, j] C[f, p, j] + tau[b, i], C (F, P, 3) the surrogate's
+    issue 17): B[b, p, i] = sum_{j, f} K[b, i, j, f] C[f, p, j] + tau[b, i], C (F, P, 3) the surrogate's
     dictionary (``PolySurrogate.dictionary``: its coefficients, under a floating frame with the centre off the
     constant one), so that with the mass moments S = sum_p m_p C_p C_p^T (3F, 3F), mu = sum_p m_p C_p (3F,) and
     m_tot (``PolySurrogate.moments``, once per surrogate and masses), with u_b = K_b mu (3,),
@@ -72,8 +72,8 @@ class PolyBasis:
     ``moments(m)`` K refers to (``derivative_coefs``)."""
 
     def __init__(self, K: np.ndarray, tau: np.ndarray, source):
-        self.K, self.tau, self.source = K.reshape(K.shape[0], 3, -1), tau, source  # K: (n_b, 3, 3F)
-        self._C = source.dictionary()  # (3F, P): C[(f, j), p]
+        self.K, self.tau, self.source = K.reshape(K.shape[0], 3, -1), tau, source  # K: (n_b, 3, 3F), [b, i, (j, f)]
+        self._C = source.dictionary()  # (3F, P): C[(j, f), p]
         self._rows, self.n_points = None, self._C.shape[1]
 
     @property

@@ -88,10 +88,10 @@ class PolySurrogate:
         k, rows = exps.shape[1], {tuple(e): i for i, e in enumerate(exps.tolist())}
         eye = torch.eye(k, dtype=torch.int64)
         low1, low2 = exps[None] - eye[:, None], exps[None, None] - eye[:, None, None] - eye[None, :, None]
-        self._c1 = (exps.T * (low1 >= 0).all(-1)).double()  # (k, F)
-        self._c2 = (exps.T[:, None] * (exps.T[None] - eye[:, :, None]) * (low2 >= 0).all(-1)).double()  # (k, k, F)
-        self._i1 = torch.tensor([[rows.get(tuple(e), 0) for e in r] for r in low1.tolist()])
-        self._i2 = torch.tensor([[[rows.get(tuple(e), 0) for e in r] for r in rr] for rr in low2.tolist()])
+        self._c1 = (exps.T * (low1 >= 0).all(-1)).double().numpy()  # (k, F)
+        self._c2 = (exps.T[:, None] * (exps.T[None] - eye[:, :, None]) * (low2 >= 0).all(-1)).double().numpy()
+        self._i1 = np.array([[rows.get(tuple(e), 0) for e in r] for r in low1.tolist()])  # (k, F)
+        self._i2 = np.array([[[rows.get(tuple(e), 0) for e in r] for r in rr] for rr in low2.tolist()])  # (k, k, F)
         self._dict = None  # (coef, shift, dictionary, (masses, moments)) of ``dictionary`` / ``moments``
 
     def features(self, q: torch.Tensor) -> torch.Tensor:
@@ -105,32 +105,32 @@ class PolySurrogate:
 
     points_nograd = points
 
-    def derivative_rows(self, q: torch.Tensor, U: torch.Tensor | None = None) -> torch.Tensor:
-        """(1 + k + r k, F) monomial rows of x, J and G at q (k,): x = R[0] C, J[i] = R[1 + i] C and
+    def derivative_rows(self, q: torch.Tensor, U: torch.Tensor | None = None) -> np.ndarray:
+        """(1 + k + r k, F) float64 numpy monomial rows of x, J and G at q (k,): x = R[0] C, J[i] = R[1 + i] C and
         G[r, i] = R[1 + k + r k + i] C = H[u_r, e_i] for the rows u_r of U (r, k) (None: r = 0), H = d2x/dq2."""
-        k, phi = q.shape[-1], self.features(q)
+        k, phi = q.shape[-1], self.features(q).numpy()
         rows = [phi[None], self._c1 * phi[self._i1] / self.radius]  # x, J
         if U is not None and len(U):  # G[r, i] = sum_j u_rj d2x / dq_j dq_i
             D2 = (self._c2 * phi[self._i2]).reshape(k, -1) / self.radius ** 2  # (k, k F)
-            rows.append((U.double() @ D2).reshape(len(U) * k, -1))
-        return torch.cat(rows)
+            rows.append((as_numpy(U) @ D2).reshape(len(U) * k, -1))
+        return np.concatenate(rows)
 
     def derivative_coefs(self, q: torch.Tensor, U: torch.Tensor | None = None) -> tuple[np.ndarray, np.ndarray]:
         """x, J = dx/dq and G[r, i] = H[u_r, e_i] at q (k,) (``derivative_rows``), exact, in coefficient form
-        (``local.PolyBasis``): (K (n_b, 3, F, 3), tau (n_b, 3)) with row b = sum_{f, j} K[b, :, f, j] C[f, :, j]
-        + tau[b] for the ``dictionary`` C, n_b = 1 + k + r k; here K[b, i, f, j] = R[b, f] delta_ij, tau = 0."""
-        R = self.derivative_rows(q, U).numpy()
-        return R[:, None, :, None] * np.eye(3)[None, :, None, :], np.zeros((len(R), 3))
+        (``local.PolyBasis``): (K (n_b, 3, 3, F), tau (n_b, 3)) with row b = sum_{j, f} K[b, :, j, f] C[f, :, j]
+        + tau[b] for the ``dictionary`` C, n_b = 1 + k + r k; here K[b, i, j, f] = delta_ij R[b, f], tau = 0."""
+        R = self.derivative_rows(q, U)
+        return np.eye(3)[None, :, :, None] * R[:, None, None, :], np.zeros((len(R), 3))
 
     def dictionary(self, shift=None) -> np.ndarray:
-        """C[(f, j), p] (3F, P) float64 numpy: the coefficients per monomial f and coordinate j, ``shift`` (3,)
+        """C[(j, f), p] (3F, P) float64 numpy: the coefficients per coordinate j and monomial f, ``shift`` (3,)
         metres subtracted from the constant monomial's (a floating frame's centre; None = 0). Cached."""
         key = None if shift is None else tuple(as_numpy(shift).tolist())
         if self._dict is None or self._dict[0] is not self.coef or self._dict[1] != key:
             C = self.coef.reshape(len(self.exps), -1, 3).clone()
             if shift is not None:
                 C[0] -= torch.as_tensor(shift, dtype=torch.float64)
-            self._dict = (self.coef, key, np.ascontiguousarray(C.permute(0, 2, 1).reshape(-1, C.shape[1]).numpy()),
+            self._dict = (self.coef, key, np.ascontiguousarray(C.permute(2, 0, 1).reshape(-1, C.shape[1]).numpy()),
                           None)
         return self._dict[2]
 
