@@ -36,7 +36,7 @@ class DenseBasis:
     :class:`PolyBasis` has the same methods."""
 
     def __init__(self, rows: torch.Tensor):
-        self.rows, self.n_points = rows, rows.shape[1]
+        self.rows, self.n_rows, self.n_points = rows, rows.shape[0], rows.shape[1]
         self._flat = rows.reshape(rows.shape[0], -1)  # (n_b, 3P)
 
     def moments(self, m: torch.Tensor, g: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
@@ -49,13 +49,11 @@ class DenseBasis:
         """B f (n_b,) for point forces f (P, 3)."""
         return (self._flat @ f.reshape(-1)).numpy()
 
-    def combine(self, a: np.ndarray) -> np.ndarray:
-        """a B as points (..., P, 3) float64 numpy for coefficients a (..., n_b)."""
-        return (a @ self._flat.numpy()).reshape(*a.shape[:-1], *self.rows.shape[1:])
-
-    def at(self, idx) -> torch.Tensor:
-        """The rows at points ``idx`` (indices of any shape, or a (P,) mask): (n_b, *idx, 3)."""
-        return self.rows[:, idx]
+    def combine(self, a: np.ndarray, idx=slice(None)) -> np.ndarray:
+        """a B as points (..., P, 3) float64 numpy for coefficients a (..., n_b); at points ``idx`` only (indices of
+        one dimension or a (P,) mask): (..., n, 3)."""
+        sub = self.rows[:, idx].numpy()
+        return (a @ sub.reshape(len(sub), -1)).reshape(*a.shape[:-1], *sub.shape[1:])
 
 
 class PolyBasis:
@@ -68,19 +66,19 @@ class PolyBasis:
         B W B^T = sum_i K_i S K_i^T + u tau^T + tau u^T + m_tot tau tau^T,   B W g = u g + m_tot tau g,
 
     cost O(n_b (3F)^2) per anchor instead of O(n_b P) points of x, J, G and O(n_b^2 P) of their Gram matrix.
-    Points are formed only where asked (``combine``, ``at``). ``source``: the decoder whose ``dictionary()`` and
+    Points are formed only where asked (``combine``). ``source``: the decoder whose ``dictionary()`` and
     ``moments(m)`` K refers to (``derivative_coefs``)."""
 
     def __init__(self, K: np.ndarray, tau: np.ndarray, source):
         self.K, self.tau, self.source = K.reshape(K.shape[0], 3, -1), tau, source  # K: (n_b, 3, 3F), [b, i, (j, f)]
         self._C = source.dictionary()  # (3F, P): C[(j, f), p]
-        self._rows, self.n_points = None, self._C.shape[1]
+        self._rows, self.n_rows, self.n_points = None, len(self.K), self._C.shape[1]
 
     @property
     def rows(self) -> torch.Tensor:
         """B as points (n_b, P, 3), formed on first use."""
         if self._rows is None:
-            self._rows = self.at(slice(None))
+            self._rows = torch.from_numpy(self.combine(np.eye(self.n_rows)))
         return self._rows
 
     def moments(self, m: torch.Tensor, g: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
@@ -98,16 +96,13 @@ class PolyBasis:
         f = f.numpy()
         return np.einsum("bin,ni->b", self.K, self._C @ f) + self.tau @ f.sum(0)
 
-    def combine(self, a: np.ndarray) -> np.ndarray:
-        """a B as points (..., P, 3) float64 numpy for coefficients a (..., n_b)."""
-        X = (a @ self.K.reshape(len(self.K), -1)).reshape(-1, self._C.shape[0]) @ self._C  # (... 3, P)
+    def combine(self, a: np.ndarray, idx=slice(None)) -> np.ndarray:
+        """a B as points (..., P, 3) float64 numpy for coefficients a (..., n_b); at points ``idx`` only (indices of
+        one dimension or a (P,) mask): (..., n, 3). (a K) C: O(3F (n_b + P)) per row of a."""
+        sub = self._C if isinstance(idx, slice) and idx == slice(None) else \
+            self._C[:, idx.numpy() if isinstance(idx, torch.Tensor) else idx]
+        X = (a @ self.K.reshape(len(self.K), -1)).reshape(-1, len(sub)) @ sub  # (... 3, n)
         return X.reshape(*a.shape[:-1], 3, -1).swapaxes(-1, -2) + (a @ self.tau)[..., None, :]
-
-    def at(self, idx) -> torch.Tensor:
-        """The rows at points ``idx`` (indices of any shape, or a (P,) mask): (n_b, *idx, 3)."""
-        sub = self._C[:, idx.numpy() if isinstance(idx, torch.Tensor) else idx]
-        X = (self.K.reshape(-1, self._C.shape[0]) @ sub.reshape(len(sub), -1)).reshape(len(self.K), 3, *sub.shape[1:])
-        return torch.from_numpy(np.moveaxis(X, 1, -1) + self.tau.reshape(len(self.K), *[1] * (sub.ndim - 1), 3))
 
 
 @dataclass
@@ -330,8 +325,8 @@ class Reduced:
         handles = []
         for s in system.springs:
             w = s.handles.w.to(torch.float64)[..., None]  # (h, n, 1)
-            handles.append(((w * basis.at(s.handles.idx)).sum(-2).numpy(),
-                            (s.handles.rest - (w * rp[s.handles.idx]).sum(-2)).numpy()))
+            Bh = basis.combine(np.eye(basis.n_rows), s.handles.idx.reshape(-1)).reshape(-1, *s.handles.idx.shape, 3)
+            handles.append(((w.numpy() * Bh).sum(-2), (s.handles.rest - (w * rp[s.handles.idx]).sum(-2)).numpy()))
         gram, grav = basis.moments(m, g)
         return cls(model, len(gram), gram, grav, fields, handles,
                    float((m[:, None] * decoded_rest_points(system) * g).sum()), latent_terms(system))
@@ -387,12 +382,11 @@ class ModelJacobian:
     ``shape`` is (k, P, 3)."""
 
     def __init__(self, A: np.ndarray, basis: DenseBasis | PolyBasis):
-        self.A, self.basis = torch.from_numpy(A), basis
+        self.A, self.basis = A, basis
         self.shape = (A.shape[0], basis.n_points, 3)
 
     def __getitem__(self, key):
         if not (isinstance(key, tuple) and len(key) >= 2 and key[0] == slice(None)):
             raise IndexError("ModelJacobian supports J[:, points] and J[:, points, coords] only")
-        sub = self.basis.at(key[1])  # (n_b, n, 3)
-        J = (self.A @ sub.reshape(sub.shape[0], -1)).reshape((self.A.shape[0],) + tuple(sub.shape[1:]))
+        J = torch.from_numpy(self.basis.combine(self.A, key[1]))  # (k, n, 3)
         return J[(slice(None), slice(None)) + tuple(key[2:])]
