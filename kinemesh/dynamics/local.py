@@ -33,7 +33,9 @@ from kinemesh.dynamics.system import System, as_numpy
 
 class DenseBasis:
     """The basis rows B = [x_a; J_a; G] (n_b, P, 3) of a :class:`LocalModel` held as points (the network's anchors).
-    :class:`PolyBasis` has the same methods."""
+    :class:`PolyBasis` has the same methods. Their products over the points run in torch, on the simulation's
+    one thread (``scene.torch_threads``): numpy's BLAS threads them, which on the shared 2-core machine with other
+    jobs running made the beam's rollout 12x slower (6 s against 0.45 s)."""
 
     def __init__(self, rows: torch.Tensor):
         self.rows, self.n_rows, self.n_points = rows, rows.shape[0], rows.shape[1]
@@ -52,8 +54,12 @@ class DenseBasis:
     def combine(self, a: np.ndarray, idx=slice(None)) -> np.ndarray:
         """a B as points (..., P, 3) float64 numpy for coefficients a (..., n_b); at points ``idx`` only (indices of
         one dimension or a (P,) mask): (..., n, 3)."""
-        sub = self.rows[:, idx].numpy()
-        return (a @ sub.reshape(len(sub), -1)).reshape(*a.shape[:-1], *sub.shape[1:])
+        sub = self.rows[:, idx]
+        return (torch.from_numpy(a) @ sub.reshape(len(sub), -1)).reshape(*a.shape[:-1], *sub.shape[1:]).numpy()
+
+    def minus(self, a: np.ndarray, other, b: np.ndarray) -> np.ndarray:
+        """a B - b B' (..., P, 3) for the rows B' of ``other`` (a DenseBasis or PolyBasis) and coefficients b."""
+        return self.combine(a) - other.combine(b)
 
 
 class PolyBasis:
@@ -67,10 +73,11 @@ class PolyBasis:
 
     cost O(n_b (3F)^2) per anchor instead of O(n_b P) points of x, J, G and O(n_b^2 P) of their Gram matrix.
     Points are formed only where asked (``combine``). ``source``: the decoder whose ``dictionary()`` and
-    ``moments(m)`` K refers to (``derivative_coefs``)."""
+    ``moments(m)`` K refers to (``derivative_coefs``). Products in torch (:class:`DenseBasis`)."""
 
     def __init__(self, K: np.ndarray, tau: np.ndarray, source):
-        self.K, self.tau, self.source = K.reshape(K.shape[0], 3, -1), tau, source  # K: (n_b, 3, 3F), [b, i, (j, f)]
+        self.K = torch.from_numpy(np.ascontiguousarray(K).reshape(K.shape[0], 3, -1))  # (n_b, 3, 3F): [b, i, (j, f)]
+        self.tau, self.source = torch.from_numpy(tau), source
         self._C = source.dictionary()  # (3F, P): C[(j, f), p]
         self._rows, self.n_rows, self.n_points = None, len(self.K), self._C.shape[1]
 
@@ -88,21 +95,32 @@ class PolyBasis:
         u = K @ mu  # (n_b, 3)
         gram = (K.reshape(3 * nb, -1) @ S).reshape(nb, -1) @ K.reshape(nb, -1).T
         gram += u @ tau.T + tau @ u.T + total * tau @ tau.T
-        g = g.numpy()
-        return 0.5 * (gram + gram.T), u @ g + total * (tau @ g)
+        return 0.5 * (gram + gram.T).numpy(), (u @ g + total * (tau @ g)).numpy()
 
     def apply(self, f: torch.Tensor) -> np.ndarray:
         """B f (n_b,) for point forces f (P, 3)."""
-        f = f.numpy()
-        return np.einsum("bin,ni->b", self.K, self._C @ f) + self.tau @ f.sum(0)
+        return (torch.einsum("bin,ni->b", self.K, self._C @ f) + self.tau @ f.sum(0)).numpy()
 
     def combine(self, a: np.ndarray, idx=slice(None)) -> np.ndarray:
         """a B as points (..., P, 3) float64 numpy for coefficients a (..., n_b); at points ``idx`` only (indices of
         one dimension or a (P,) mask): (..., n, 3). (a K) C: O(3F (n_b + P)) per row of a."""
-        sub = self._C if isinstance(idx, slice) and idx == slice(None) else \
-            self._C[:, idx.numpy() if isinstance(idx, torch.Tensor) else idx]
-        X = (a @ self.K.reshape(len(self.K), -1)).reshape(-1, len(sub)) @ sub  # (... 3, n)
-        return X.reshape(*a.shape[:-1], 3, -1).swapaxes(-1, -2) + (a @ self.tau)[..., None, :]
+        a = torch.from_numpy(a)
+        return self._points(a @ self.K.reshape(len(self.K), -1), a @ self.tau, self._C[:, idx])
+
+    def minus(self, a: np.ndarray, other, b: np.ndarray) -> np.ndarray:
+        """a B - b B' (..., P, 3) for the rows B' of ``other`` and coefficients b: one product with the dictionary
+        when ``other`` is a PolyBasis of the same one (the anchors of a ``distilled`` block)."""
+        if not (isinstance(other, PolyBasis) and other._C is self._C):
+            return self.combine(a) - other.combine(b)
+        a, b = torch.from_numpy(a), torch.from_numpy(b)
+        return self._points(a @ self.K.reshape(len(self.K), -1) - b @ other.K.reshape(len(other.K), -1),
+                            a @ self.tau - b @ other.tau, self._C)
+
+    @staticmethod
+    def _points(aK: torch.Tensor, atau: torch.Tensor, C: torch.Tensor) -> np.ndarray:
+        """Points (..., n, 3) of the coefficients aK (..., 3 3F) and offsets atau (..., 3) on dictionary columns C."""
+        X = aK.reshape(-1, len(C)) @ C  # (... 3, n)
+        return (X.reshape(*aK.shape[:-1], 3, -1).transpose(-1, -2) + atau[..., None, :]).numpy()
 
 
 @dataclass
@@ -211,8 +229,8 @@ class LocalModel:
         qd = as_numpy(qd)
         own = np.zeros((2, other._a0.shape[1]))  # other's a_x and a_xd at its own anchor: [1 | 0] and [0 | qd | 0]
         own[0, 0], own[1, 1:len(qd) + 1] = 1.0, qd
-        d = self.basis.combine(np.stack([self.position_coef(other.q), qd @ self.jacobian_coef(other.q)])) \
-            - other.basis.combine(own)
+        mine = np.stack([self.position_coef(other.q), qd @ self.jacobian_coef(other.q)])
+        d = self.basis.minus(mine, other.basis, own)
         d2 = (d * d).sum(-1)
         return float(np.sqrt(max(d2[0].max(), dt * dt * d2[1].max()))) / size
 

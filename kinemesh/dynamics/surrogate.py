@@ -122,26 +122,24 @@ class PolySurrogate:
         R = self.derivative_rows(q, U)
         return np.eye(3)[None, :, :, None] * R[:, None, None, :], np.zeros((len(R), 3))
 
-    def dictionary(self, shift=None) -> np.ndarray:
-        """C[(j, f), p] (3F, P) float64 numpy: the coefficients per coordinate j and monomial f, ``shift`` (3,)
-        metres subtracted from the constant monomial's (a floating frame's centre; None = 0). Cached."""
+    def dictionary(self, shift=None) -> torch.Tensor:
+        """C[(j, f), p] (3F, P) float64: the coefficients per coordinate j and monomial f, ``shift`` (3,) metres
+        subtracted from the constant monomial's (a floating frame's centre; None = 0). Cached."""
         key = None if shift is None else tuple(as_numpy(shift).tolist())
         if self._dict is None or self._dict[0] is not self.coef or self._dict[1] != key:
             C = self.coef.reshape(len(self.exps), -1, 3).clone()
             if shift is not None:
                 C[0] -= torch.as_tensor(shift, dtype=torch.float64)
-            self._dict = (self.coef, key, np.ascontiguousarray(C.permute(2, 0, 1).reshape(-1, C.shape[1]).numpy()),
-                          None)
+            self._dict = (self.coef, key, C.permute(2, 0, 1).reshape(-1, C.shape[1]).contiguous(), None)
         return self._dict[2]
 
-    def moments(self, m: torch.Tensor, shift=None) -> tuple[np.ndarray, np.ndarray, float]:
+    def moments(self, m: torch.Tensor, shift=None) -> tuple[torch.Tensor, torch.Tensor, float]:
         """(S = sum_p m_p C_p C_p^T (3F, 3F), mu = sum_p m_p C_p (3F,), sum_p m_p) of the ``dictionary`` C for point
         masses m (P,) kg (``local.PolyBasis``). Cached per dictionary and masses."""
         C = self.dictionary(shift)
         cached = self._dict[3]
         if cached is None or not (cached[0] is m or torch.equal(cached[0], m)):
-            mn = as_numpy(m)
-            cached = (m, (C * mn) @ C.T, C @ mn, float(mn.sum()))
+            cached = (m, (C * m) @ C.T, C @ m, float(m.sum()))
             self._dict = self._dict[:3] + (cached,)
         return cached[1:]
 
