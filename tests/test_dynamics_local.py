@@ -73,7 +73,7 @@ def test_model_is_a_consistent_quadratic_map_float64():
         return torch.einsum("ipc,p,pc->i", k_.J, sysm.point_mass, k_.hqq)
 
     C_ref = _jac(vel_term, qd).T  # C[i, j] = d term_i / d qd_j
-    assert torch.allclose(m.coupling(sysm, q1, qd), C_ref, atol=1e-8)
+    assert torch.allclose(torch.as_tensor(m.coupling(sysm, q1, qd)), C_ref, atol=1e-8)
     un = u / u.norm()
     errs = [float((xm(q + s * un) - f(q + s * un)).norm(dim=-1).max()) for s in (0.2, 0.1)]
     assert errs[0] / errs[1] > 6.0, errs  # third order along u
@@ -110,7 +110,7 @@ def test_reduced_local_path_equals_the_per_point_path_float64():
     the points in contact) contact matrices equal the per-point LocalModel path to 1e-10 relative (floating toy
     with every force), the handle force switches with its time window, the forces are -dV/dq of the reduced
     energies (float64 central differences) and M the qd-Hessian of T."""
-    from kinemesh.dynamics.eom import acceleration, damping_matrix, generalized_forces, mass_matrix
+    from kinemesh.dynamics.eom import acceleration, generalized_forces, mass_matrix
     from kinemesh.dynamics.integrators import contact_matrices, stiffness_matrix
     from kinemesh.dynamics.system import Floor
 
@@ -143,10 +143,11 @@ def test_reduced_local_path_equals_the_per_point_path_float64():
         close(stiffness_matrix(sysm, q1, None, rk.hj), stiffness_matrix(sysm, q1, kin.J))
         for a, b in zip(contact_matrices(sysm, rk.x, rk.xd, rk.J), contact_matrices(sysm, kin.x, kin.xd, kin.J)):
             close(a, b)
-        a_ref = torch.linalg.solve(M_ref, rhs_ref - sysm.damping_mass * damping_matrix(sysm, M_ref) @ qd)
+        p = sysm.latent  # Rayleigh damping on the latent coordinates only
+        a_ref = torch.linalg.solve(M_ref, rhs_ref - sysm.damping_mass * (M_ref * p[:, None] * p[None, :]) @ qd)
         close(acceleration(sysm, q1, qd, t, local=m), a_ref)
-    assert float((red.terms(sysm, q1, qd, 0.15)[1] - red.terms(sysm, q1, qd, 0.0)[1]).abs().max()) > 1e-3
-    Hv = (m._coef(qd) @ m._Gf).reshape(m.J.shape)
+    assert float(abs(red.terms(sysm, q1, qd, 0.15)[1] - red.terms(sysm, q1, qd, 0.0)[1]).max()) > 1e-3
+    Hv = (torch.from_numpy(m._coef(qd.numpy())) @ m.G.reshape(len(m.G) * k, -1)).reshape(m.J.shape)
     close(m.coupling(sysm, q1, qd), 2.0 * torch.einsum("ipc,p,jpc->ij", kin.J, sysm.point_mass, Hv))
     from kinemesh.dynamics.eom import energies
 
@@ -167,7 +168,7 @@ def test_reduced_local_path_equals_the_per_point_path_float64():
     H = torch.tensor([[(T(qd + 1e-3 * (E[i] + E[j])) - T(qd + 1e-3 * (E[i] - E[j]))
                         - T(qd - 1e-3 * (E[i] - E[j])) + T(qd - 1e-3 * (E[i] + E[j]))) / 4e-6
                        for j in range(k)] for i in range(k)], dtype=torch.float64)
-    assert torch.allclose(rc.terms(cons, q1, qd, 0.0)[0], H, rtol=1e-7, atol=1e-9)
+    assert torch.allclose(torch.as_tensor(rc.terms(cons, q1, qd, 0.0)[0]), H, rtol=1e-7, atol=1e-9)
 
 
 @pytest.mark.parametrize("stiffness", [2.0, 0.0])
@@ -287,3 +288,34 @@ def test_failed_local_solve_falls_back_to_the_network(monkeypatch):
     ref = integrate(sysm, s0, 6, fps=30.0, integrator="midpoint")
     assert out.exact_frames == 5 and any("local step failed" in w for w in out.warnings)
     assert np.abs(out.q - ref.q).max() < 1e-3 and np.abs(out.q[-1] - out.q[0]).max() > 0.1
+
+
+def test_latent_terms_forces_and_stiffness_are_derivatives_of_the_potential_float64():
+    """``eom.LatentTerms`` (numpy, the substeps' elastic term and barrier): forces = -dV/dq and the stiffness the
+    diagonal of d2V/dq2 (float64 central differences), with coordinates inside and beyond the barrier."""
+    from kinemesh.dynamics.eom import latent_terms
+
+    lat = latent_terms(floating_system(damping_stiffness=0.1))  # barrier radius 0.2 on the 2 latent coordinates
+    q = np.array([0.5, -0.35, 0.1, 0.05, 0.3, -0.2, 0.1, 0.4])
+    E, h = np.eye(len(q)), 1e-6
+    dV = np.array([(lat.potential(q + h * e) - lat.potential(q - h * e)) / (2 * h) for e in E])
+    assert np.allclose(lat.forces(q), -dV, rtol=1e-7, atol=1e-9) and np.abs(lat.forces(q)[:2]).min() > 0.1
+    dF = np.stack([(lat.forces(q + h * e) - lat.forces(q - h * e)) / (2 * h) for e in E])
+    assert np.allclose(lat.stiffness(q), -np.diag(dF), rtol=1e-6, atol=1e-8) and np.allclose(dF, np.diag(np.diag(dF)))
+    D = lat.damping_matrix(np.full((8, 8), 2.0))  # Rayleigh damping on the 2 latent coordinates only
+    assert np.allclose(D[:2, :2], 0.3 * 2.0 + np.diag([0.05, 0.05])) and not D[2:].any() and not D[:, 2:].any()
+
+
+def test_kinematics_without_velocity_is_kept_for_the_same_state():
+    """``eom.kinematics(system, q)`` (set-up asks for the rest state's several times) returns its last result for the
+    same q, and decodes again for another q or method."""
+    from kinemesh.dynamics.eom import kinematics
+
+    sysm = cabinet_system("fd")
+    q = torch.tensor([0.3, -0.2], dtype=torch.float64)
+    a = kinematics(sysm, q)
+    assert kinematics(sysm, q.clone()) is a and kinematics(sysm, q + 1e-3) is not a
+    b = kinematics(sysm, q)
+    sysm.derivatives = "jvp"
+    c = kinematics(sysm, q)
+    assert c is not b and torch.allclose(c.J, b.J, atol=1e-6) and kinematics(sysm, q, torch.ones(2)).hqq is not None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 import torch
 
 from kinemesh.dynamics import State, System, integrate
@@ -31,6 +32,14 @@ class QuadDecoder:
             torch.einsum("...i,...j,ijpc->...pc", q, q, self.B)
 
 
+def exact_rows(dec, q, U=None):
+    """(x, J, G) of a surrogate (or a floating one) at q as points, from its coefficient form (``local.PolyBasis``)."""
+    from kinemesh.dynamics.local import PolyBasis
+
+    B, k = PolyBasis(*dec.derivative_coefs(q, U), dec).rows, q.shape[0]
+    return B[0], B[1:k + 1], B[k + 1:].reshape(-1, k, *B.shape[1:])
+
+
 def test_exponents_count_every_monomial_once():
     for k, d in ((3, 2), (8, 2), (4, 3)):
         e = exponents(k, d)
@@ -39,8 +48,8 @@ def test_exponents_count_every_monomial_once():
 
 
 def test_surrogate_jacobian_and_hessian_match_finite_differences_float64():
-    """J = dx/dq and G[r, i] = H[u_r, e_i] of ``derivatives`` equal central differences of the surrogate's own
-    points (a random cubic in 3 variables, off-centre, radius 0.7)."""
+    """J = dx/dq and G[r, i] = H[u_r, e_i] of ``derivative_coefs`` (as points) equal central differences of the
+    surrogate's own points (a random cubic in 3 variables, off-centre, radius 0.7)."""
     g = torch.Generator().manual_seed(0)
     dec = QuadDecoder()
     exps = exponents(3, 3)
@@ -48,15 +57,15 @@ def test_surrogate_jacobian_and_hessian_match_finite_differences_float64():
                         torch.randn(len(exps), 90, generator=g, dtype=torch.float64))
     q = torch.tensor([0.4, 0.1, -0.5], dtype=torch.float64)
     U = torch.tensor([[0.6, 0.8, 0.0], [0.0, 0.0, 1.0]], dtype=torch.float64)
-    x, J, G = sur.derivatives(q, U)
+    x, J, G = exact_rows(sur, q, U)
     assert torch.allclose(x, sur.points(q), atol=1e-13)
     J_ref = _jac(sur.points, q, 1e-6)
     assert torch.allclose(J, J_ref, atol=1e-7 * float(J_ref.abs().max()))
     for r in range(2):
-        G_ref = _jac(lambda z: torch.einsum("ipc,i->pc", sur.derivatives(z)[1], U[r]), q, 1e-6)
+        G_ref = _jac(lambda z: torch.einsum("ipc,i->pc", exact_rows(sur, z)[1], U[r]), q, 1e-6)
         assert float(G_ref.abs().max()) > 1.0  # curved
         assert torch.allclose(G[r], G_ref, atol=1e-7 * float(G_ref.abs().max()))
-    assert sur.derivatives(q)[2].shape == (0, 3, 30, 3)
+    assert exact_rows(sur, q)[2].shape == (0, 3, 30, 3)
 
 
 def test_fit_reproduces_a_quadratic_decoder_exactly_and_the_toy_cabinet_closely():
@@ -134,30 +143,110 @@ def test_anchor_on_a_surrogate_reads_its_exact_derivatives():
     sys_s = with_surrogate(sysm, fit(sysm.decoder, torch.zeros(2, dtype=torch.float64), radius=0.3, degree=3))
     q, v = torch.tensor([0.1, -0.05], dtype=torch.float64), torch.tensor([0.6, 0.8], dtype=torch.float64)
     m = anchor(sys_s, q, [v])
-    x, J, G = sys_s.decoder.derivatives(q, m.U)
+    x, J, G = exact_rows(sys_s.decoder, q, m.U)
     assert torch.equal(m.x, x) and torch.equal(m.J, J) and torch.equal(m.G, G)
     assert torch.allclose(m.U[0], v / v.norm(), atol=1e-15) and torch.allclose(J, _jac(sys_s.decoder.points, q))
 
 
 def test_floating_surrogate_derivatives_match_finite_differences_float64():
-    """``FloatingDecoder.derivatives`` on a surrogate (x = R(theta) (y(q) - c) + c + t): x equals ``points``, J and
-    G = H[u_r, .] equal float64 central differences of the points and of J, and ``local.anchor`` on the floating
-    surrogate system reads them (no differences)."""
+    """``FloatingDecoder.derivative_coefs`` (as points) on a surrogate (x = R(theta) (y(q) - c) + c + t): x equals
+    ``points``, J and G = H[u_r, .] equal float64 central differences of the points and of J, and ``local.anchor``
+    on the floating surrogate system reads them (no differences)."""
     from kinemesh.dynamics.local import anchor
 
     dec = FloatingDecoder(fit(QuadDecoder(), torch.zeros(3, dtype=torch.float64), radius=0.5, degree=2))
     q = torch.tensor([0.1, -0.2, 0.05, 0.4, -0.3, 0.7, 0.1, 0.2, -0.1], dtype=torch.float64)
     U = torch.randn(2, 9, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    x, J, G = dec.derivatives(q, U)
+    x, J, G = exact_rows(dec, q, U)
     E, h = torch.eye(9, dtype=torch.float64), 1e-6
     assert torch.allclose(x, dec.points(q), atol=1e-15)
     assert torch.allclose(J, torch.stack([(dec.points(q + h * e) - dec.points(q - h * e)) / (2 * h) for e in E]),
                           atol=1e-8)
-    G_fd = torch.stack([(dec.derivatives(q + h * u)[1] - dec.derivatives(q - h * u)[1]) / (2 * h) for u in U])
+    G_fd = torch.stack([(exact_rows(dec, q + h * u)[1] - exact_rows(dec, q - h * u)[1]) / (2 * h) for u in U])
     assert torch.allclose(G, G_fd, atol=1e-8) and float(G[:, 3:6].abs().max()) > 0.1  # rotation couples
     assert float(G[:, 6:].abs().max()) == 0.0  # the points are linear in the translation
     P = dec.rest_points.shape[0]
     sysm = System(dec, torch.full((P,), 1.0 / P, dtype=torch.float64), torch.zeros(9, dtype=torch.float64))
     m = anchor(sysm, q, [U[0]])
-    x2, J2, G2 = dec.derivatives(q, m.U)
+    x2, J2, G2 = exact_rows(dec, q, m.U)
     assert torch.equal(m.x, x2) and torch.equal(m.J, J2) and torch.equal(m.G, G2)
+
+
+def test_coefficient_form_reduced_model_equals_the_point_form_float64():
+    """Issue 17: an anchor on a floating surrogate in coefficient form (``PolyBasis``: Gram matrix, gravity, constant
+    forces and spring handles from the dictionary's moments, points only where asked) gives the same reduced model
+    as the same rows as points (``DenseBasis``) to 1e-10 relative: M, right-hand side (with a floor through half the
+    points: x, xd and J at the points in contact), contact matrices, coupling, energies and the disagreement."""
+    from kinemesh.dynamics.integrators import contact_matrices
+    from kinemesh.dynamics.local import DenseBasis, LocalModel, anchor
+    from kinemesh.dynamics.surrogate import latent_decoder
+    from kinemesh.dynamics.system import Floor
+
+    from test_dynamics_local import floating_system
+
+    base = floating_system()
+    sysm = with_surrogate(base, fit(latent_decoder(base.decoder), torch.zeros(2, dtype=torch.float64), radius=0.3,
+                                    degree=3))
+    gen = torch.Generator().manual_seed(5)
+    q = 0.2 * torch.randn(8, generator=gen, dtype=torch.float64)
+    poly = anchor(sysm, q, [torch.randn(8, generator=gen, dtype=torch.float64), torch.randn(8, generator=gen,
+                                                                                            dtype=torch.float64)])
+    dense = LocalModel(poly.q, poly.U, DenseBasis(poly.basis.rows.clone()))
+    q1, qd = q + 0.05 * torch.randn(8, generator=gen, dtype=torch.float64), torch.randn(8, generator=gen,
+                                                                                          dtype=torch.float64)
+    z = poly.kinematics(q1).x[:, 2].sort().values
+    sysm.forces.append(Floor(float(z[len(z) // 2:len(z) // 2 + 2].mean()), friction=0.5))
+
+    def close(a, b):
+        a, b = torch.as_tensor(a), torch.as_tensor(b)
+        scale = float(b.abs().max())
+        assert scale > 0 and float((a - b).abs().max()) <= 1e-10 * scale
+
+    rp, rd = poly.reduced(sysm), dense.reduced(sysm)
+    for a, b in [(rp.gram, rd.gram), (rp.grav, rd.grav), (rp.handles[0][0], rd.handles[0][0])] + \
+            [(f, g) for f, g in zip(rp.fields, rd.fields) if f is not None]:
+        close(a, b)
+    for t in (0.0, 0.15):
+        (Mp, fp, kp), (Md, fd, kd) = rp.terms(sysm, q1, qd, t), rd.terms(sysm, q1, qd, t)
+        close(Mp, Md)
+        close(fp, fd)
+        close(kp.x, kd.x)
+        for a, b in zip(contact_matrices(sysm, kp.x, kp.xd, kp.J), contact_matrices(sysm, kd.x, kd.xd, kd.J)):
+            close(a, b)
+    close(poly.coupling(sysm, q1, qd), dense.coupling(sysm, q1, qd))
+    st = State(q1, qd)
+    close(torch.tensor(list(poly.energies(sysm, st).values())), torch.tensor(list(dense.energies(sysm, st).values())))
+    other = anchor(sysm, q1, [qd])
+    assert poly.disagreement(other, qd, 1 / 30, 0.5) == pytest.approx(dense.disagreement(other, qd, 1 / 30, 0.5),
+                                                                       rel=1e-9)
+
+
+def test_exact_midpoint_step_on_a_surrogate_uses_exact_anchors_float64():
+    """``step_midpoint`` on a surrogate (no ``local`` model: the frames ``distilled`` redoes exactly) evaluates exact
+    anchors (no finite differences): its acceleration equals the forward-mode (jvp) path on the same polynomial
+    map to 1e-9 relative, and one step lands where the jvp path's does within the Newton tolerance."""
+    from kinemesh.dynamics.eom import acceleration
+    from kinemesh.dynamics.integrators import step_midpoint
+    from kinemesh.dynamics.local import anchor, exact_derivatives
+    from kinemesh.dynamics.surrogate import latent_decoder
+
+    from test_dynamics_local import floating_system
+
+    class Hidden:  # the surrogate's map without its exact derivatives: the network's path
+        def __init__(self, sur):
+            self.sur = sur
+
+        def __getattr__(self, name):
+            return getattr(self.sur, name)
+
+    base = floating_system()
+    sur = fit(latent_decoder(base.decoder), torch.zeros(2, dtype=torch.float64), radius=0.3, degree=3)
+    exact, plain = with_surrogate(base, sur), with_surrogate(base, Hidden(sur))
+    assert exact_derivatives(exact.decoder) and not exact_derivatives(plain.decoder)
+    gen = torch.Generator().manual_seed(2)
+    q, qd = 0.1 * torch.randn(8, generator=gen, dtype=torch.float64), torch.randn(8, generator=gen, dtype=torch.float64)
+    a_ref = acceleration(plain, q, qd, 0.15)
+    assert torch.allclose(acceleration(exact, q, qd, 0.15, local=anchor(exact, q, [qd])), a_ref,
+                          rtol=1e-9, atol=1e-9 * float(a_ref.abs().max()))
+    s1, s2 = step_midpoint(exact, State(q, qd, 0.15), 1 / 60), step_midpoint(plain, State(q, qd, 0.15), 1 / 60)
+    assert torch.allclose(s1.q, s2.q, atol=1e-7) and torch.allclose(s1.qd, s2.qd, atol=1e-5)

@@ -333,3 +333,24 @@ def test_training_forward_with_prior_regulariser_is_finite_and_differentiable():
     parts["loss"].backward()
     grads = [p.grad for p in net.decoder.parameters() if p.grad is not None]
     assert grads and all(torch.isfinite(g).all() for g in grads)
+
+
+def test_token_cache_reuses_decoded_states_without_gradients_float64(monkeypatch):
+    """``token_cache``: within it a latent state decoded again without gradients skips the network (points then
+    vertices of the same states: one network pass), with the same result; with gradients it is not used; outside
+    it nothing is kept."""
+    v, f = _hinged_box()
+    inst = _tiny_model().to(dtype=torch.float64).instance(v, f, n_points=96, seed=0)
+    z = inst.prior_sample(3, seed=2)
+    ref_p, ref_v = inst.points(z), inst.vertices(z)
+    calls = []
+    net = inst._token_dq_net
+    monkeypatch.setattr(inst, "_token_dq_net", lambda zf: calls.append(len(zf)) or net(zf))
+    with inst.token_cache(), torch.no_grad():
+        p, v2 = inst.points(z), inst.vertices(z[1:])
+        both = inst.vertices(torch.cat([z[:1], z[2:] + 0.1]))
+    assert calls == [3, 1] and torch.allclose(p, ref_p, atol=1e-12) and torch.allclose(v2, ref_v[1:], atol=1e-12)
+    assert torch.allclose(both[0], ref_v[0], atol=1e-12)
+    with inst.token_cache():
+        inst.points(z)  # gradients on: the network
+    assert calls == [3, 1, 3] and inst._dq_cache is None

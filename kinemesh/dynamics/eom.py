@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
+from scipy.linalg.lapack import dpotrf, dpotrs
 from torch.func import jvp
 
-from kinemesh.dynamics.system import State, System, dtype_of
+from kinemesh.dynamics.system import State, System, as_numpy, dtype_of
 
 
 @dataclass
@@ -50,7 +52,21 @@ def kinematics(system: System, q: torch.Tensor, qd: torch.Tensor | None = None) 
     from a JVP of a JVP; ``"fd"`` - one batched plain forward of 2k + 3 states (central differences with
     step ``system.fd_step`` in q units), several times faster on transformer decoders where PyTorch's
     forward-mode AD (and nested forward mode even more) is slow; use it with a float64 decoder.
+    Without ``qd`` the last result is kept on ``system`` and returned again for the same q, decoder and method
+    (set-up asks for the rest state's Jacobian four times); treat it as read-only.
     """
+    if qd is None:
+        key = (as_numpy(q).tobytes(), system.decoder, system.derivatives, system.fd_step)
+        last = getattr(system, "_kin_last", None)
+        if last is not None and last[0][0] == key[0] and all(a is b or a == b for a, b in zip(last[0][1:], key[1:])):
+            return last[1]
+        system._kin_last = (key, _kinematics(system, q, None))
+        return system._kin_last[1]
+    return _kinematics(system, q, qd)
+
+
+def _kinematics(system: System, q: torch.Tensor, qd: torch.Tensor | None) -> Kinematics:
+    """``kinematics`` without its cache."""
     dt = decoder_dtype(system)
     f = system.decoder.points
     k = int(q.shape[0])
@@ -103,17 +119,6 @@ def mass_matrix(system: System, J: torch.Tensor) -> torch.Tensor:
     return 0.5 * (M + M.T)
 
 
-def _barrier(system: System, q: torch.Tensor, energy: bool = True) -> tuple:
-    """Soft-barrier energy (J; None without ``energy``) and gradient (k,): V_b = k_b / 3 sum_i relu(|q_i - mu_i|
-    - r)^3 (C2-smooth, so the integrators keep their order when the state enters the barrier)."""
-    if system.barrier_stiffness == 0:
-        return q.new_zeros(()), torch.zeros_like(q)
-    d = q - system.prior_mean
-    excess = (d.abs() - system.barrier_radius).clamp_min(0.0) * system.prior
-    e = system.barrier_stiffness / 3.0 * (excess ** 3).sum() if energy else None
-    return e, system.barrier_stiffness * excess * excess * torch.sign(d)
-
-
 def decoded_rest_points(system: System) -> torch.Tensor:
     """The points decoded at the rest state q_rest (P, 3) metres, float64, cached on ``system``: the reference
     of the gravity potential."""
@@ -142,15 +147,76 @@ def potential_energy(system: System, q: torch.Tensor, x: torch.Tensor | None = N
     return V
 
 
+@dataclass
+class LatentTerms:
+    """The terms of a system that act on q alone, as float64 numpy (k,) vectors (``latent_terms``): latent elastic
+    term, soft barrier and Rayleigh damping (``system`` module docstring). Per call on the network's path, once per
+    model on a ``local`` one (``local.Reduced``), where they are a few numpy operations of a substep.
+
+    Attributes: k_el = k P, q_rest, mu (the barrier's centre), prior (1 where the barrier acts), kb = k_b,
+    radius = r, latent = diag(P), alpha, k_d = beta k P, m_reg."""
+
+    k_el: np.ndarray
+    q_rest: np.ndarray
+    mu: np.ndarray
+    prior: np.ndarray
+    kb: float
+    radius: float
+    latent: np.ndarray
+    alpha: float
+    k_d: np.ndarray
+    m_reg: float
+
+    def _excess(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(d = q - mu, relu(|d| - r) on the barrier's coordinates)."""
+        d = q - self.mu
+        return d, np.maximum(np.abs(d) - self.radius, 0.0) * self.prior
+
+    def potential(self, q: np.ndarray) -> float:
+        """1/2 k |P (q - q_rest)|^2 + k_b / 3 sum relu(|q - mu| - r)^3 (C2-smooth barrier, so the integrators keep
+        their order when the state enters it), joules."""
+        dq = q - self.q_rest
+        e = 0.5 * float(self.k_el @ (dq * dq))
+        return e + self.kb / 3.0 * float((self._excess(q)[1] ** 3).sum()) if self.kb else e
+
+    def forces(self, q: np.ndarray) -> np.ndarray:
+        """-d/dq of ``potential`` (k,)."""
+        f = -self.k_el * (q - self.q_rest)
+        if self.kb:
+            d, ex = self._excess(q)
+            f = f - self.kb * ex * ex * np.sign(d)
+        return f
+
+    def stiffness(self, q: np.ndarray) -> np.ndarray:
+        """The diagonal (k,) of d2 ``potential`` / dq2."""
+        return self.k_el + 2.0 * self.kb * self._excess(q)[1] if self.kb else self.k_el
+
+    def damping_matrix(self, M: np.ndarray) -> np.ndarray:
+        """alpha P M P + diag(beta k P) (k, k): the Rayleigh damping force is -(this) qd (on deformation, not on the
+        rigid-body motion of a free body)."""
+        return self.alpha * (M * self._pp) + self._kd if self.alpha else self._kd
+
+    def __post_init__(self):
+        self._pp, self._kd = np.outer(self.latent, self.latent), np.diag(self.k_d)
+
+
+def latent_terms(system: System) -> LatentTerms:
+    """The :class:`LatentTerms` of ``system`` as it is now (not cached: set-up changes the stiffness and barrier)."""
+    lat = system.latent.numpy()
+    k_d = system.damping_stiffness * system.stiffness * lat
+    return LatentTerms(system.stiffness * lat, as_numpy(system.q_rest), as_numpy(system.prior_mean),
+                       as_numpy(system.prior), float(system.barrier_stiffness), float(system.barrier_radius), lat,
+                       float(system.damping_mass), k_d, float(system.latent_inertia))
+
+
 def latent_potential(system: System, q: torch.Tensor) -> torch.Tensor:
-    """The potential energy terms of q alone (J): latent elastic term + soft barrier."""
-    dq = (q - system.q_rest) * system.latent
-    return 0.5 * system.stiffness * (dq * dq).sum() + _barrier(system, q)[0]
+    """The potential energy terms of q alone (J): latent elastic term + soft barrier (``LatentTerms.potential``)."""
+    return torch.tensor(latent_terms(system).potential(as_numpy(q)), dtype=torch.float64)
 
 
 def latent_forces(system: System, q: torch.Tensor) -> torch.Tensor:
     """-d/dq of ``latent_potential`` (k,)."""
-    return -system.stiffness * (q - system.q_rest) * system.latent - _barrier(system, q, energy=False)[1]
+    return torch.from_numpy(latent_terms(system).forces(as_numpy(q)))
 
 
 def kinetic_energy(system: System, qd: torch.Tensor, J: torch.Tensor) -> torch.Tensor:
@@ -183,36 +249,38 @@ def acceleration(system: System, q: torch.Tensor, qd: torch.Tensor, t: float = 0
                  return_kinematics: bool = False, local=None):
     """qdd (k,) float64 from the equations of motion at (q, qd, t) (module docstring); with ``local`` (a
     :class:`kinemesh.dynamics.local.LocalModel`) on that model instead of the network, with per-point work
-    only for contact forces (``local.Reduced``)."""
-    q, qd = q.double(), qd.double()
+    only for contact forces (``local.Reduced``). ``return_kinematics``: (qdd, Kinematics, M)
+    (``acceleration_terms``)."""
+    qdd, kin, M = acceleration_terms(system, as_numpy(q), as_numpy(qd), t, local)
+    return (torch.from_numpy(qdd), kin, torch.from_numpy(M)) if return_kinematics else torch.from_numpy(qdd)
+
+
+def acceleration_terms(system: System, q: np.ndarray, qd: np.ndarray, t: float = 0.0, local=None) -> tuple:
+    """(qdd (k,), Kinematics, M (k, k)) at (q, qd, t) given as float64 numpy (k,): ``acceleration`` without the
+    conversions, for the implicit solve (numpy, so a substep on a ``local`` model is a few small operations)."""
     if local is not None:
-        M, rhs, kin = local.reduced(system).terms(system, q, qd, t)
+        red = local.reduced(system)
+        M, rhs, kin = red.terms(system, q, qd, t)
+        lat = red.latent
     else:
-        kin = kinematics(system, q, qd)
-        M = mass_matrix(system, kin.J)
-        rhs = generalized_forces(system, q, kin, t)
-        rhs = rhs - torch.einsum("ipc,p,pc->i", kin.J, system.point_mass, kin.hqq)
-    if system.damping_mass:
-        rhs = rhs - system.damping_mass * damping_matrix(system, M) @ qd
-    if system.damping_stiffness and system.stiffness:
-        rhs = rhs - system.damping_stiffness * system.stiffness * system.latent * qd
-    qdd = spd_solve(M, rhs)
-    return (qdd, kin, M) if return_kinematics else qdd
+        qt, vt = torch.from_numpy(q), torch.from_numpy(qd)
+        kin = kinematics(system, qt, vt)
+        rhs = generalized_forces(system, qt, kin, t) - torch.einsum("ipc,p,pc->i", kin.J, system.point_mass, kin.hqq)
+        M, rhs, lat = mass_matrix(system, kin.J).numpy(), rhs.numpy(), latent_terms(system)
+    return spd_solve(M, rhs - lat.damping_matrix(M) @ qd), kin, M
 
 
-def damping_matrix(system: System, M: torch.Tensor) -> torch.Tensor:
-    """P M P (k, k): the mass matrix restricted to the latent coordinates (Rayleigh damping acts on
-    deformation, not on the rigid-body motion of a free body)."""
-    p = system.latent
-    return M * p[:, None] * p[None, :]
-
-
-def spd_solve(M: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
-    """Solve M x = rhs for a symmetric positive (semi-)definite M (k, k): Cholesky, least squares if it fails."""
-    L, info = torch.linalg.cholesky_ex(M)
-    if int(info) == 0:
-        return torch.cholesky_solve(rhs[:, None], L)[:, 0]
-    return torch.linalg.lstsq(M, rhs[:, None]).solution[:, 0]
+def spd_solve(M, rhs):
+    """Solve M x = rhs for a symmetric positive (semi-)definite M (k, k): Cholesky, least squares if it fails. numpy
+    or torch (the result is of the kind of ``rhs``); a non-finite M gives NaN."""
+    if isinstance(rhs, torch.Tensor):
+        return torch.from_numpy(spd_solve(as_numpy(M), as_numpy(rhs))).to(rhs)
+    if not np.isfinite(M).all():
+        return np.full(rhs.shape, np.nan)
+    L, info = dpotrf(M, lower=1, clean=0)
+    if info == 0:
+        return dpotrs(L, rhs, lower=1)[0]
+    return np.linalg.lstsq(M, rhs, rcond=None)[0]
 
 
 def point_velocities(system: System, q: torch.Tensor, qd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -47,20 +47,20 @@ def rotation_matrix(theta: torch.Tensor) -> torch.Tensor:
 _LEVI = np.zeros((3, 3, 3))  # Levi-Civita symbol
 for _i, _j, _k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
     _LEVI[_i, _j, _k], _LEVI[_i, _k, _j] = 1.0, -1.0
+_KA = -_LEVI.transpose(2, 0, 1)  # K_a = [e_a]_x, (3, 3, 3): (K_a)_ij = -eps_ija
+_KAKB = np.einsum("aij,bjk->abik", _KA, _KA)
+_KAKB = _KAKB + _KAKB.transpose(1, 0, 2, 3)  # K_a K_b + K_b K_a
+_SERIES = np.array([[(-1.0) ** j / math.factorial(2 * j + 1 + o) for j in range(12)] for o in (0, 1)])
+_SERIES_D = (_SERIES[:, 1:] * np.arange(1, 12), _SERIES[:, 2:] * np.arange(2, 12) * np.arange(1, 11))
 
 
 def _rodrigues_coefficients(s: float) -> tuple:
     """(a, a', a'', b, b', b'') of R = I + a K + b K^2 as functions of s = |theta|^2: a = sin(n)/n,
     b = (1 - cos n)/n^2, ' = d/ds. Power series below s = 1 (no cancellation near 0), closed forms above."""
-    if s < 1.0:  # a = sum (-s)^j / (2j+1)!, b = sum (-s)^j / (2j+2)!
-        out = [0.0] * 6
-        for j in range(12):
-            for o, fac in ((0, math.factorial(2 * j + 1)), (3, math.factorial(2 * j + 2))):
-                c = (-1.0) ** j / fac
-                out[o] += c * s ** j
-                out[o + 1] += j * c * s ** (j - 1) if j >= 1 else 0.0
-                out[o + 2] += j * (j - 1) * c * s ** (j - 2) if j >= 2 else 0.0
-        return tuple(out)
+    if s < 1.0:  # a = sum (-s)^j / (2j+1)!, b = sum (-s)^j / (2j+2)!, 12 terms, and their derivatives in s
+        p = s ** np.arange(12)
+        (a, b), (a1, b1), (a2, b2) = _SERIES @ p, _SERIES_D[0] @ p[:11], _SERIES_D[1] @ p[:10]
+        return float(a), float(a1), float(a2), float(b), float(b1), float(b2)
     n = math.sqrt(s)
     a, b = math.sin(n) / n, (1.0 - math.cos(n)) / s
     a1, b1 = (math.cos(n) - a) / (2 * s), (a - 2 * b) / (2 * s)
@@ -74,17 +74,13 @@ def rotation_derivatives(theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
     product rule once more (``_rodrigues_coefficients``)."""
     th = theta.detach().double().cpu().numpy()
     a, a1, a2, b, b1, b2 = _rodrigues_coefficients(float(th @ th))
-    Ka = -_LEVI.transpose(2, 0, 1)  # K_a = [e_a]_x, (3, 3, 3): (K_a)_ij = -eps_ija
-    K = np.einsum("a,aij->ij", th, Ka)
-    K2, S = K @ K, Ka @ K + K @ Ka  # S_a = K_a K + K K_a
+    K = (th @ _KA.reshape(3, 9)).reshape(3, 3)
+    K2, S = K @ K, _KA @ K + K @ _KA  # S_a = K_a K + K K_a
     R = np.eye(3) + a * K + b * K2
-    dR = 2 * th[:, None, None] * (a1 * K + b1 * K2) + a * Ka + b * S
-    P = np.einsum("aij,bjk->abik", Ka, Ka)
-    d2R = (2 * np.eye(3)[:, :, None, None] * (a1 * K + b1 * K2)
-           + 4 * np.outer(th, th)[:, :, None, None] * (a2 * K + b2 * K2)
-           + 2 * th[:, None, None, None] * (a1 * Ka + b1 * S)[None]
-           + 2 * th[None, :, None, None] * (a1 * Ka + b1 * S)[:, None]
-           + b * (P + P.transpose(1, 0, 2, 3)))
+    C1, C2, C3 = a1 * K + b1 * K2, a2 * K + b2 * K2, a1 * _KA + b1 * S
+    dR = 2 * th[:, None, None] * C1 + a * _KA + b * S
+    d2R = (2 * np.eye(3)[:, :, None, None] * C1 + 4 * np.outer(th, th)[:, :, None, None] * C2
+           + 2 * th[:, None, None, None] * C3[None] + 2 * th[None, :, None, None] * C3[:, None] + b * _KAKB)
     return torch.from_numpy(R), torch.from_numpy(dR), torch.from_numpy(d2R)
 
 
@@ -130,31 +126,44 @@ class FloatingDecoder:
             inner, inverse = torch.unique(q[:, :self.k_latent], dim=0, return_inverse=True)
             return self._rigid(q, self.decoder.points(inner)[inverse])
 
-    def derivatives(self, q: torch.Tensor, U: torch.Tensor | None = None) -> tuple:
-        """(x (P, 3), J (k + 6, P, 3), G (r, k + 6, P, 3)) at q (k + 6,), exact, for a wrapped decoder with exact
-        ``derivatives`` (``surrogate.PolySurrogate``): J[i] = dx/dq_i, G[r, i] = H[u_r, e_i] for the rows u_r of
-        U (r, k + 6) (None: r = 0), composed through x = R(theta) y(q) + c + t, y = x_def - c
-        (``rotation_derivatives``): latent i: J = R J_y, theta_a: dR_a y, t_a: e_a; H[e_i, e_j] = R H_y,
-        H[e_i, theta_a] = dR_a J_y[i], H[theta_a, theta_b] = d2R_ab y, translation rows 0. float64."""
+    def derivative_coefs(self, q: torch.Tensor, U: torch.Tensor | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """x, J = dx/dq and G[r, i] = H[u_r, e_i] (rows u_r of U (r, k + 6), None: r = 0) at q (k + 6,), exact, in
+        coefficient form (``local.PolyBasis``) for a wrapped decoder with ``derivative_rows``
+        (``surrogate.PolySurrogate``): (K (n_b, 3, 3, F), tau (n_b, 3)), row b = sum_{j, f} K[b, :, j, f] C[f, :, j]
+        + tau[b] for the ``dictionary`` C, n_b = 1 + (k + 6)(1 + r). Composed through x = R(theta) y(q) + c + t,
+        y = phi(q) C (the centre c taken off the constant monomial's coefficients), with the monomial rows
+        phi, phi_i, phi_ri of y, J_y, H_y[u_r, e_i] (``derivative_rows``) and dR, d2R of ``rotation_derivatives``:
+        K[b] = sum_s T_s (x) A[b, s] over T = (R, dR_a, d2R_ab), where x: R phi, latent i: R phi_i, theta_a:
+        dR_a phi, t_a: tau = e_a; H[e_i, e_j] -> R, H[e_i, theta_a] -> dR_a phi_i, H[theta_a, theta_b] -> d2R_ab
+        phi, translation rows 0. float64."""
         kl, q = self.k_latent, q.detach().double()
         U = torch.zeros(0, kl + RIGID_DIMS, dtype=torch.float64) if U is None else U.double()
-        Ul, Ut, r = U[:, :kl], U[:, kl:kl + 3], len(U)
-        xd, Jy, Gy = self.decoder.derivatives(q[:kl], Ul)
-        R, dR, d2R = rotation_derivatives(q[kl:kl + 3])
-        c = self.center.double()
-        y, P, T = xd - c, len(xd), torch.cat([R[None], dR])  # T: (4, 3, 3) = [R, dR_0, dR_1, dR_2]
-        yT = (y @ torch.cat([T, d2R.reshape(9, 3, 3)]).reshape(-1, 3).T).reshape(P, 13, 3)  # M y per matrix M
-        JT = (Jy.reshape(-1, 3) @ T.reshape(-1, 3).T).reshape(kl, P, 4, 3)  # M J_y[i], M in T
-        eye = torch.eye(3, dtype=torch.float64)[:, None].expand(3, P, 3)
-        J = torch.cat([JT[:, :, 0], yT[:, 1:4].transpose(0, 1), eye])
-        G = torch.zeros(r, kl + RIGID_DIMS, P, 3, dtype=torch.float64)
-        if r:
-            JdR = JT[:, :, 1:].permute(2, 0, 1, 3)  # (a, k, P, 3): dR_a J_y[i]
-            yd2R = yT[:, 4:].reshape(P, 3, 3, 3)  # (P, a, b, 3): d2R_ab y
-            G[:, :kl] = (Gy.reshape(-1, 3) @ R.T).reshape(r, kl, P, 3) + (Ut @ JdR.reshape(3, -1)).reshape(r, kl, P, 3)
-            G[:, kl:kl + 3] = (Ul @ JdR.transpose(0, 1).reshape(kl, -1)).reshape(r, 3, P, 3) + \
-                (Ut @ yd2R.permute(2, 1, 0, 3).reshape(3, -1)).reshape(r, 3, P, 3)
-        return yT[:, 0] + c + q[kl + 3:], J, G
+        Ul, Ut, r, k = U[:, :kl].numpy(), U[:, kl:kl + 3].numpy(), len(U), kl + RIGID_DIMS
+        Phi = self.decoder.derivative_rows(q[:kl], U[:, :kl])  # (1 + kl + r kl, F)
+        y, Jy, Gy = Phi[0], Phi[1:kl + 1], Phi[kl + 1:].reshape(r, kl, Phi.shape[1])
+        R, dR, d2R = (a.numpy() for a in rotation_derivatives(q[kl:kl + 3]))
+        T = np.concatenate([R[None], dR, d2R.reshape(9, 3, 3)])  # (13, 3, 3): R, dR_a (1 + a), d2R_ab (4 + 3a + b)
+        A, tau = np.zeros((1 + k + r * k, 13, len(y))), np.zeros((1 + k + r * k, 3))
+        ar = np.arange(3)
+        A[0, 0], tau[0] = y, self.center.double().numpy() + q[kl + 3:].numpy()
+        A[1:kl + 1, 0] = Jy
+        A[1 + kl + ar, 1 + ar] = y
+        tau[kl + 4:kl + 7] = np.eye(3)
+        G = A[1 + k:].reshape(r, k, 13, len(y))  # a view
+        G[:, :kl, 0] = Gy
+        G[:, :kl, 1:4] = Ut[:, None, :, None] * Jy[None, :, None, :]
+        G[:, kl + ar, 1 + ar] = (Ul @ Jy)[:, None]
+        for a in range(3):
+            G[:, kl + a, 4 + 3 * a:7 + 3 * a] = Ut[:, :, None] * y
+        return (T.reshape(13, 9).T @ A).reshape(len(A), 3, 3, len(y)), tau  # K[b, i, j, f]
+
+    def dictionary(self) -> np.ndarray:
+        """The wrapped surrogate's ``dictionary`` (3F, P) with the centre c taken off (``derivative_coefs``)."""
+        return self.decoder.dictionary(self.center)
+
+    def moments(self, m: torch.Tensor) -> tuple:
+        """The wrapped surrogate's ``moments`` of this ``dictionary`` for point masses m (P,)."""
+        return self.decoder.moments(m, self.center)
 
     def vertices(self, q: torch.Tensor, body_offset: torch.Tensor | None = None) -> torch.Tensor:
         """q (..., k + 6) -> (..., N, 3) metres. ``body_offset`` (N, 3) is added in the body frame (before

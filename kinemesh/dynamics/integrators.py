@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from kinemesh.dynamics.eom import acceleration, damping_matrix, energies
-from kinemesh.dynamics.system import State, System, object_size
+from kinemesh.dynamics.eom import acceleration, acceleration_terms, energies, latent_terms
+from kinemesh.dynamics.system import State, System, as_numpy, object_size
 from kinemesh.errors import ConfigError, SimulationDivergedError
 
 log = logging.getLogger(__name__)
@@ -59,20 +59,19 @@ def _finite(*ts) -> bool:
     return all(bool(torch.isfinite(t).all()) for t in ts)
 
 
-def stiffness_matrix(system: System, q: torch.Tensor, J: torch.Tensor | None,
-                     hj: list | None = None) -> torch.Tensor:
-    """Gauss-Newton approximation of d2V/dq2 (k, k): latent spring + barrier + J_h^T k_s J_h of the springs
-    (gravity and curvature terms left out), the handle Jacobians from J (k, P, 3) or given as ``hj`` (per
-    spring (k, h, 3)). Used only to precondition the implicit solve."""
-    k = q.shape[0]
-    K = torch.diag(system.stiffness * system.latent)
-    if system.barrier_stiffness:
-        d = q - system.prior_mean
-        excess = (d.abs() - system.barrier_radius).clamp_min(0.0) * system.prior
-        K = K + torch.diag(2.0 * system.barrier_stiffness * excess)
+def stiffness_matrix(system: System, q, J: torch.Tensor | None, hj: list | None = None,
+                     lat=None) -> np.ndarray:
+    """Gauss-Newton approximation of d2V/dq2 (k, k) float64 numpy at q (k,): latent spring + barrier
+    (``eom.LatentTerms.stiffness``; ``lat``: the system's, None = made here) + J_h^T k_s J_h of the springs (gravity
+    and curvature terms left out), the handle Jacobians from J (k, P, 3) or given as ``hj`` (per spring (k, h, 3)).
+    Used only to precondition the implicit solve."""
+    lat = latent_terms(system) if lat is None else lat
+    q = as_numpy(q)
+    K = np.diag(lat.stiffness(q))
     for i, s in enumerate(system.springs):
-        Jh = (s.handles.jacobian(J) if hj is None else hj[i]).reshape(k, -1)
-        K = K + s.stiffness * Jh @ Jh.T
+        Jh = s.handles.jacobian(J) if hj is None else hj[i]
+        Jh = np.asarray(Jh).reshape(len(q), -1)
+        K += s.stiffness * Jh @ Jh.T
     return K
 
 
@@ -134,53 +133,61 @@ def step_midpoint(system: System, state: State, dt: float, tol: float = 1e-6, ma
     :func:`stiffness_matrix`, C from :func:`velocity_coupling`, evaluated once per step), so stiff springs
     (pins, elastic term, barrier) and fast motion converge in a few iterations at steps far beyond the
     fixed-point limit. ``tol`` is on q and dt * qd, in q units (prior std). With ``local`` (a LocalModel)
-    every evaluation is on that model (no network).
+    every evaluation is on that model (no network). On a decoder with exact derivatives (``distilled``'s
+    surrogate, ``local.exact_derivatives``) every evaluation is on an exact anchor there instead (``local.anchor``
+    at q_m along qd_m: x, J and H[qd_m, qd_m] exact, no differences). The iteration runs on float64 numpy (k,)
+    vectors (``eom.acceleration_terms``).
     """
-    q0, v0, t0 = state.q, state.qd, state.t
-    a = state.qdd
-    if a is None or not _finite(a):
-        a = acceleration(system, q0, v0, t0, local=local)
+    from kinemesh.dynamics.local import anchor, exact_derivatives
+
+    exact = local is None and exact_derivatives(system.decoder)
+
+    def model(q, v):  # the model of an evaluation at (q, v): ``local``, an exact anchor there, or the network (None)
+        return anchor(system, torch.from_numpy(q), [torch.from_numpy(v)]) if exact else local
+
+    q0, v0, t0 = state.q.numpy(), state.qd.numpy(), state.t
+    a = None if state.qdd is None else state.qdd.numpy()
+    if a is None or not np.isfinite(a).all():
+        a = acceleration_terms(system, q0, v0, t0, model(q0, v0))[0]
+    lat = latent_terms(system) if local is None else local.reduced(system).latent
     v1 = v0 + dt * a
     C = None
     prev = math.inf
     delta = math.inf
-    if system.damping_stiffness and system.stiffness:  # constant within the step
-        K_d = system.damping_stiffness * system.stiffness * torch.diag(system.latent)
-    else:
-        K_d = torch.zeros(len(q0), len(q0), dtype=torch.float64)
+    scale = tol * (1.0 + float(np.abs(q0).max()))
     for it in range(max_iter):
-        qm = q0 + 0.25 * dt * (v0 + v1)
-        am, kin, M = acceleration(system, qm, 0.5 * (v0 + v1), t0 + 0.5 * dt, return_kinematics=True, local=local)
+        qm, vm = q0 + 0.25 * dt * (v0 + v1), 0.5 * (v0 + v1)
+        at = model(qm, vm)
+        am, kin, M = acceleration_terms(system, qm, vm, t0 + 0.5 * dt, at)
         R = v1 - v0 - dt * am
-        K = stiffness_matrix(system, qm, kin.J, kin.hj)
+        K = stiffness_matrix(system, qm, kin.J, kin.hj, lat)
         if C is None:
-            vm = 0.5 * (v0 + v1)
-            C = velocity_coupling(system, qm, vm, kin=kin) if local is None else local.coupling(system, qm, vm)
-        A = M + 0.25 * dt * dt * K + 0.5 * dt * (system.damping_mass * damping_matrix(system, M) + K_d + C)
+            C = velocity_coupling(system, torch.from_numpy(qm), torch.from_numpy(vm), kin=kin).numpy() \
+                if at is None else at.coupling(system, qm, vm)
+        A = M + 0.25 * dt * dt * K + 0.5 * dt * (lat.damping_matrix(M) + C)
         if kin.J is not None:  # (None: a local model's evaluation without contact forces)
             K_c, C_c = contact_matrices(system, kin.x, kin.xd, kin.J)
-            A = A + 0.25 * dt * dt * K_c + 0.5 * dt * C_c
+            A = A + 0.25 * dt * dt * K_c.numpy() + 0.5 * dt * C_c.numpy()
         try:
-            dv = -torch.linalg.solve(A, M @ R)
-        except torch.linalg.LinAlgError as exc:  # a singular (or non-finite) iteration matrix: a failed step
+            dv = -np.linalg.solve(A, M @ R)
+        except np.linalg.LinAlgError as exc:  # a singular iteration matrix: a failed step
             raise StepRejected("singular implicit-solve matrix") from exc
-        if not _finite(dv):
+        if not np.isfinite(dv).all():
             raise StepRejected("non-finite state")
         v1 = v1 + dv
-        delta = float(dt * dv.abs().max())
-        if delta <= tol * (1.0 + float(q0.abs().max())):
-            q1 = q0 + 0.5 * dt * (v0 + v1)
-            if not _finite(q1, v1):
-                raise StepRejected("non-finite state")
-            return State(q1, v1, t0 + dt, am)
+        delta = float(dt * np.abs(dv).max())
+        if delta <= scale:
+            break
         if it >= 2 and delta > 0.9 * prev and delta > 1e3 * tol:
             raise StepRejected(f"implicit solve not contracting (change {delta:.3g} after {it + 1} iterations)")
         prev = delta
-    # converging but slowly (or stalled at round-off): accept only if close, else shrink the step
-    if delta <= 1e3 * tol * (1.0 + float(q0.abs().max())):
-        q1 = q0 + 0.5 * dt * (v0 + v1)
-        return State(q1, v1, t0 + dt, am)
-    raise StepRejected(f"implicit solve did not converge in {max_iter} iterations")
+    else:  # converging but slowly (or stalled at round-off): accept only if close, else shrink the step
+        if not delta <= 1e3 * scale:
+            raise StepRejected(f"implicit solve did not converge in {max_iter} iterations")
+    q1 = q0 + 0.5 * dt * (v0 + v1)
+    if not (np.isfinite(q1).all() and np.isfinite(v1).all()):
+        raise StepRejected("non-finite state")
+    return State(torch.from_numpy(q1), torch.from_numpy(v1), t0 + dt, torch.from_numpy(am))
 
 
 def step_rk4(system: System, state: State, dt: float) -> State:

@@ -23,11 +23,104 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch.func import jvp
 
-from kinemesh.dynamics.eom import Kinematics, decoder_dtype, latent_forces, latent_potential
-from kinemesh.dynamics.system import System
+from kinemesh.dynamics.eom import Kinematics, LatentTerms, decoder_dtype, latent_terms
+from kinemesh.dynamics.system import System, as_numpy
+
+
+class DenseBasis:
+    """The basis rows B = [x_a; J_a; G] (n_b, P, 3) of a :class:`LocalModel` held as points (the network's anchors).
+    :class:`PolyBasis` has the same methods. Their products over the points run in torch, on the simulation's
+    one thread (``scene.torch_threads``): numpy's BLAS threads them, which on the shared 2-core machine with other
+    jobs running made the beam's rollout 12x slower (6 s against 0.45 s)."""
+
+    def __init__(self, rows: torch.Tensor):
+        self.rows, self.n_rows, self.n_points = rows, rows.shape[0], rows.shape[1]
+        self._flat = rows.reshape(rows.shape[0], -1)  # (n_b, 3P)
+
+    def moments(self, m: torch.Tensor, g: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+        """(B W B^T (n_b, n_b), B W g (n_b,)) for point masses m (P,) kg, W = diag(m) per coordinate, gravity g (3,)."""
+        BW = self._flat * m.repeat_interleave(3)
+        gram = (BW @ self._flat.T).numpy()
+        return 0.5 * (gram + gram.T), (BW @ g.repeat(len(m))).numpy()
+
+    def apply(self, f: torch.Tensor) -> np.ndarray:
+        """B f (n_b,) for point forces f (P, 3)."""
+        return (self._flat @ f.reshape(-1)).numpy()
+
+    def combine(self, a: np.ndarray, idx=slice(None)) -> np.ndarray:
+        """a B as points (..., P, 3) float64 numpy for coefficients a (..., n_b); at points ``idx`` only (indices of
+        one dimension or a (P,) mask): (..., n, 3)."""
+        sub = self.rows[:, idx]
+        return (torch.from_numpy(a) @ sub.reshape(len(sub), -1)).reshape(*a.shape[:-1], *sub.shape[1:]).numpy()
+
+    def minus(self, a: np.ndarray, other, b: np.ndarray) -> np.ndarray:
+        """a B - b B' (..., P, 3) for the rows B' of ``other`` (a DenseBasis or PolyBasis) and coefficients b."""
+        return self.combine(a) - other.combine(b)
+
+
+class PolyBasis:
+    """The basis rows B = [x_a; J_a; G] of an anchor on a polynomial surrogate in coefficient form (``distilled``,
+    issue 17): B[b, p, i] = sum_{j, f} K[b, i, j, f] C[f, p, j] + tau[b, i], C (F, P, 3) the surrogate's
+    dictionary (``PolySurrogate.dictionary``: its coefficients, under a floating frame with the centre off the
+    constant one), so that with the mass moments S = sum_p m_p C_p C_p^T (3F, 3F), mu = sum_p m_p C_p (3F,) and
+    m_tot (``PolySurrogate.moments``, once per surrogate and masses), with u_b = K_b mu (3,),
+
+        B W B^T = sum_i K_i S K_i^T + u tau^T + tau u^T + m_tot tau tau^T,   B W g = u g + m_tot tau g,
+
+    cost O(n_b (3F)^2) per anchor instead of O(n_b P) points of x, J, G and O(n_b^2 P) of their Gram matrix.
+    Points are formed only where asked (``combine``). ``source``: the decoder whose ``dictionary()`` and
+    ``moments(m)`` K refers to (``derivative_coefs``). Products in torch (:class:`DenseBasis`)."""
+
+    def __init__(self, K: np.ndarray, tau: np.ndarray, source):
+        self.K = torch.from_numpy(np.ascontiguousarray(K).reshape(K.shape[0], 3, -1))  # (n_b, 3, 3F): [b, i, (j, f)]
+        self.tau, self.source = torch.from_numpy(tau), source
+        self._C = source.dictionary()  # (3F, P): C[(j, f), p]
+        self._rows, self.n_rows, self.n_points = None, len(self.K), self._C.shape[1]
+
+    @property
+    def rows(self) -> torch.Tensor:
+        """B as points (n_b, P, 3), formed on first use."""
+        if self._rows is None:
+            self._rows = torch.from_numpy(self.combine(np.eye(self.n_rows)))
+        return self._rows
+
+    def moments(self, m: torch.Tensor, g: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+        """(B W B^T (n_b, n_b), B W g (n_b,)) for point masses m (P,) kg and gravity g (3,) (class docstring)."""
+        S, mu, total = self.source.moments(m)
+        nb, K, tau = len(self.K), self.K, self.tau
+        u = K @ mu  # (n_b, 3)
+        gram = (K.reshape(3 * nb, -1) @ S).reshape(nb, -1) @ K.reshape(nb, -1).T
+        gram += u @ tau.T + tau @ u.T + total * tau @ tau.T
+        return 0.5 * (gram + gram.T).numpy(), (u @ g + total * (tau @ g)).numpy()
+
+    def apply(self, f: torch.Tensor) -> np.ndarray:
+        """B f (n_b,) for point forces f (P, 3)."""
+        return (torch.einsum("bin,ni->b", self.K, self._C @ f) + self.tau @ f.sum(0)).numpy()
+
+    def combine(self, a: np.ndarray, idx=slice(None)) -> np.ndarray:
+        """a B as points (..., P, 3) float64 numpy for coefficients a (..., n_b); at points ``idx`` only (indices of
+        one dimension or a (P,) mask): (..., n, 3). (a K) C: O(3F (n_b + P)) per row of a."""
+        a = torch.from_numpy(a)
+        return self._points(a @ self.K.reshape(len(self.K), -1), a @ self.tau, self._C[:, idx])
+
+    def minus(self, a: np.ndarray, other, b: np.ndarray) -> np.ndarray:
+        """a B - b B' (..., P, 3) for the rows B' of ``other`` and coefficients b: one product with the dictionary
+        when ``other`` is a PolyBasis of the same one (the anchors of a ``distilled`` block)."""
+        if not (isinstance(other, PolyBasis) and other._C is self._C):
+            return self.combine(a) - other.combine(b)
+        a, b = torch.from_numpy(a), torch.from_numpy(b)
+        return self._points(a @ self.K.reshape(len(self.K), -1) - b @ other.K.reshape(len(other.K), -1),
+                            a @ self.tau - b @ other.tau, self._C)
+
+    @staticmethod
+    def _points(aK: torch.Tensor, atau: torch.Tensor, C: torch.Tensor) -> np.ndarray:
+        """Points (..., n, 3) of the coefficients aK (..., 3 3F) and offsets atau (..., 3) on dictionary columns C."""
+        X = aK.reshape(-1, len(C)) @ C  # (... 3, n)
+        return (X.reshape(*aK.shape[:-1], 3, -1).transpose(-1, -2) + atau[..., None, :]).numpy()
 
 
 @dataclass
@@ -37,31 +130,45 @@ class LocalModel:
     Attributes
     ----------
     q : (k,) anchor state.
-    x : (P, 3) network points at q, metres.
-    J : (k, P, 3) network Jacobian at q, J[i] = dx/dq_i.
     U : (r, k) orthonormal directions of the second-order term (r = 0: first-order model, J constant).
-    G : (r, k, P, 3) G[r, i] = H[u_r, e_i].
+    basis : the rows B = [x_a; J_a; G] (n_b = 1 + k + r k) as a :class:`DenseBasis` or :class:`PolyBasis`; as points
+        x (P, 3) network points at q (metres), J (k, P, 3) with J[i] = dx/dq_i and G (r, k, P, 3) with
+        G[r, i] = H[u_r, e_i] (properties).
     t_end : seconds, end of the time segment the model was anchored for (``integrators.local_frame``).
     """
 
     q: torch.Tensor
-    x: torch.Tensor
-    J: torch.Tensor
     U: torch.Tensor
-    G: torch.Tensor
+    basis: DenseBasis | PolyBasis
     t_end: float = float("-inf")
 
     def __post_init__(self):
-        k = self.J.shape[0]
-        self._Jf, self._Gf = self.J.reshape(k, -1), self.G.reshape(len(self.U) * k, self.x.numel())  # (k | r k, 3P)
+        k = self.q.shape[0]
         self._red = None  # (system, Reduced) of the last ``reduced`` call
-        self._eye = torch.eye(k, dtype=torch.float64)
+        self._qa = self.q.numpy()
         # both coefficient maps as one product each (``_coef``, ``hessian_coef``), Pm = I - U^T U:
         # C[j, r, i] = sum_l v_l L[l, j, r, i], L = U[r, l] delta_ij + U[r, j] Pm[i, l] (linear in v);
         # c[r, i] = sum_{j, l} v_j v_l Q[j, l, r, i], Q = U[r, j] (I + Pm)[i, l] (= 2 delta_il - P_il)
-        U, Pm = self.U, self._eye - self.U.T @ self.U
-        self._lin = (torch.einsum("rl,ji->ljri", U, self._eye) + torch.einsum("rj,il->ljri", U, Pm)).reshape(k, -1)
-        self._quad = torch.einsum("rj,il->jlri", U, self._eye + Pm).reshape(k, -1)
+        U, eye = self.U.numpy(), np.eye(k)
+        Pm = eye - U.T @ U
+        lin = np.einsum("rl,ji->ljri", U, eye) + np.einsum("rj,il->ljri", U, Pm)
+        self._lin, self._quad = lin.reshape(k, -1), np.einsum("rj,il->jlri", U, eye + Pm).reshape(k, -1)
+        # A_J(q) = A_0 + (q - q_a) L_A = [0 | I | C(q - q_a)], one product (``jacobian_coef``)
+        self._a0 = np.concatenate([np.zeros((k, 1)), eye, np.zeros((k, self._lin.shape[1] // k))], 1)
+        self._alin = np.concatenate([np.zeros((k, k, k + 1)), lin.reshape(k, k, -1)], 2).reshape(k, -1)
+
+    @property
+    def x(self) -> torch.Tensor:
+        return self.basis.rows[0]
+
+    @property
+    def J(self) -> torch.Tensor:
+        return self.basis.rows[1:self.q.shape[0] + 1]
+
+    @property
+    def G(self) -> torch.Tensor:
+        k = self.q.shape[0]
+        return self.basis.rows[k + 1:].reshape(len(self.U), k, *self.basis.rows.shape[1:])
 
     def reduced(self, system: System) -> Reduced:
         """The model's :class:`Reduced` tensors for ``system`` (built once per system)."""
@@ -69,35 +176,47 @@ class LocalModel:
             self._red = (system, Reduced.build(self, system))
         return self._red[1]
 
-    def _coef(self, v: torch.Tensor) -> torch.Tensor:
+    def _coef(self, v: np.ndarray) -> np.ndarray:
         """C (k, r k) with H~[e_j, v] = sum_{r, i} C[j, (r, i)] G[r, i]: C[j, r, i] = s_r delta_ij + U[r, j] e_i,
         s = U v, e = v - U^T s (module docstring with P = U^T U)."""
         return (v @ self._lin).reshape(v.shape[0], -1)
 
-    def hessian_coef(self, v: torch.Tensor) -> torch.Tensor:
+    def hessian_coef(self, v: np.ndarray) -> np.ndarray:
         """(r k,) coefficients of H~[v, v] = sum_{r, i} c[(r, i)] G[r, i]: c = s_r (2 v - U^T s)_i, s = U v
         (``_coef`` with e = v - U^T s: H~[v, v] = sum_j v_j H~[e_j, v])."""
         return v @ (v @ self._quad).reshape(v.shape[0], -1)
 
+    def position_coef(self, q) -> np.ndarray:
+        """a_x (n_b,) with x(q) = a_x B = x_a + J_a d + H~[d, d] / 2, d = q - q_a (q: a tensor or numpy (k,))."""
+        d = as_numpy(q) - self._qa
+        return np.concatenate([np.ones(1), d, 0.5 * self.hessian_coef(d)])
+
+    def jacobian_coef(self, q) -> np.ndarray:
+        """A_J (k, n_b) = [0 | I | C(q - q_a)] with J(q) = A_J B = J_a + H~[d, .]."""
+        return self._a0 + ((as_numpy(q) - self._qa) @ self._alin).reshape(self._a0.shape)
+
+    def velocity_coef(self, qd) -> np.ndarray:
+        """a_h (n_b,) with H~[qd, qd] = a_h B."""
+        qd = as_numpy(qd)
+        return np.concatenate([np.zeros(1 + len(qd)), self.hessian_coef(qd)])
+
     def kinematics(self, q: torch.Tensor, qd: torch.Tensor | None = None) -> Kinematics:
         """Model points x (P, 3), Jacobian J (k, P, 3) = J_a + H~[d, .], and (with ``qd``) xd = J qd and
-        H~[qd, qd] (P, 3) at q (k,); a few matrix products with the anchor's (J, G) (no per-point loops)."""
-        d = q.double() - self.q
-        P = self.x.shape[0]
-        x = self.x + (d @ self._Jf + 0.5 * self.hessian_coef(d) @ self._Gf).reshape(P, 3)  # x_a + J_a d + H~[d, d]/2
-        J = self.J + (self._coef(d) @ self._Gf).reshape(self.J.shape)
-        out = Kinematics(x=x, J=J)
+        H~[qd, qd] (P, 3) at q (k,): coefficient vectors combined with the basis (no per-point loops)."""
+        A, rows = self.jacobian_coef(q), self.basis.rows
+        out = Kinematics(x=torch.from_numpy(self.basis.combine(self.position_coef(q))),
+                         J=(torch.from_numpy(A) @ rows.reshape(len(rows), -1)).reshape(len(A), *rows.shape[1:]))
         if qd is not None:
-            qd = qd.double()
-            out.xd = (qd @ J.reshape(len(qd), -1)).reshape(P, 3)
-            out.hqq = (self.hessian_coef(qd) @ self._Gf).reshape(P, 3)
+            qd = as_numpy(qd)
+            xd = self.basis.combine(np.stack([qd @ A, self.velocity_coef(qd)]))
+            out.xd, out.hqq = torch.from_numpy(xd[0]), torch.from_numpy(xd[1])
         return out
 
-    def coupling(self, system: System, q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        """C = d/dqd [J^T diag(m) H~[qd, qd]] = 2 J^T diag(m) H~[., v] (k, k) of the model at (q, v)."""
+    def coupling(self, system: System, q, v) -> np.ndarray:
+        """C = d/dqd [J^T diag(m) H~[qd, qd]] = 2 J^T diag(m) H~[., v] (k, k) float64 numpy of the model at (q, v)."""
         red = self.reduced(system)  # 2 A_J(q) Gram A_H(v)^T, A_H(v) = [0 | 0 | C(v)] (``Reduced``)
-        Cv = self._coef(v.double())
-        return 2.0 * red.jacobian_coef(q) @ red.gram[:, red.nb - Cv.shape[1]:] @ Cv.T
+        Cv = self._coef(as_numpy(v))
+        return 2.0 * self.jacobian_coef(q) @ red.gram[:, red.nb - Cv.shape[1]:] @ Cv.T
 
     def energies(self, system: System, state) -> dict[str, float]:
         """``eom.energies`` of the model at ``state`` (``Reduced.energies``)."""
@@ -107,9 +226,22 @@ class LocalModel:
         """Model vs network at the anchor q_b of ``other`` (whose x, J are the network's) and velocity qd (k,):
         max_p max(|x_model - x_network|, dt |xd_model - xd_network|) / size, the position error there and the
         one its point-velocity error adds over dt seconds, as a fraction of the object size."""
-        kin = self.kinematics(other.q, qd)
-        dv = kin.xd - torch.einsum("ipc,i->pc", other.J, qd.double())
-        return float(torch.maximum((kin.x - other.x).norm(dim=-1), dt * dv.norm(dim=-1)).max()) / size
+        qd = as_numpy(qd)
+        own = np.zeros((2, other._a0.shape[1]))  # other's a_x and a_xd at its own anchor: [1 | 0] and [0 | qd | 0]
+        own[0, 0], own[1, 1:len(qd) + 1] = 1.0, qd
+        mine = np.stack([self.position_coef(other.q), qd @ self.jacobian_coef(other.q)])
+        d = self.basis.minus(mine, other.basis, own)
+        d2 = (d * d).sum(-1)
+        return float(np.sqrt(max(d2[0].max(), dt * dt * d2[1].max()))) / size
+
+
+def exact_derivatives(decoder) -> bool:
+    """Whether ``decoder`` (or the one a FloatingDecoder wraps) gives its derivatives exactly in coefficient form
+    (``surrogate.PolySurrogate``), so an anchor costs no decode (``anchor``)."""
+    from kinemesh.dynamics.floating import FloatingDecoder
+
+    return getattr(type(decoder.decoder if isinstance(decoder, FloatingDecoder) else decoder), "exact_derivatives",
+                   False)
 
 
 def anchor(system: System, q: torch.Tensor, directions=(), tol: float = 1e-3) -> LocalModel:
@@ -120,7 +252,8 @@ def anchor(system: System, q: torch.Tensor, directions=(), tol: float = 1e-3) ->
     q + h u_r + h e_i (forward differences, h = ``system.fd_step``; a FloatingDecoder decodes its shared latent
     parts once); ``"jvp"``: forward-mode J (k tangents at once) and a JVP of a JVP for each H[u_r, e_i]. A
     decoder with ``exact_derivatives`` (``surrogate.PolySurrogate``), also inside a FloatingDecoder, gives them exactly
-    (``PolySurrogate.derivatives``, ``FloatingDecoder.derivatives``).
+    in coefficient form (a :class:`PolyBasis`: ``PolySurrogate.derivative_coefs``,
+    ``FloatingDecoder.derivative_coefs``).
     """
     dt = decoder_dtype(system)
     f = system.decoder.points
@@ -132,12 +265,10 @@ def anchor(system: System, q: torch.Tensor, directions=(), tol: float = 1e-3) ->
         n = float(torch.linalg.norm(w))
         if n > 0 and n > tol * float(torch.linalg.norm(v)):
             U = torch.cat([U, (w / n)[None]])
-    from kinemesh.dynamics.floating import FloatingDecoder
-
     dec = system.decoder
-    if getattr(type(dec.decoder if isinstance(dec, FloatingDecoder) else dec), "exact_derivatives", False):
-        x, J, G = dec.derivatives(q.detach().double(), U)  # ``distilled``: exact, also through a floating frame
-        return LocalModel(q.double().clone(), x, J, U, G)
+    if exact_derivatives(dec):
+        K, tau = dec.derivative_coefs(q.detach().double(), U)  # ``distilled``: exact, also through a floating frame
+        return LocalModel(q.double().clone(), U, PolyBasis(K, tau, dec))
     qq = q.detach().to(dt)
     E = torch.eye(k, dtype=dt)
     with torch.no_grad():
@@ -148,139 +279,117 @@ def anchor(system: System, q: torch.Tensor, directions=(), tol: float = 1e-3) ->
                 torch.cat([base] + [base + h * u.to(dt) for u in U])).double().reshape(len(U) + 1, k + 1, -1, 3)
             J = (X[0, 1:] - X[0, :1]) / h
             G = (X[1:, 1:] - X[1:, :1] - X[:1, 1:] + X[:1, :1]) / (h * h)  # (r, k, P, 3)
-            return LocalModel(q.double().clone(), X[0, 0], J, U, G)
+            return LocalModel(q.double().clone(), U, DenseBasis(torch.cat([X[0, :1], J, G.reshape(-1, *J.shape[1:])])))
         Q = qq.expand(k, k).contiguous()
         x, J = jvp(f, (Q,), (E,))
         G = [jvp(lambda z, t=u.to(dt).expand(k, k).contiguous(): jvp(f, (z,), (t,))[1], (Q,), (E,))[1].double()
              for u in U]
         G = torch.stack(G) if G else torch.zeros(0, k, *x.shape[1:], dtype=torch.float64)
-        return LocalModel(q.double().clone(), x[0].double(), J.double(), U, G)
+        return LocalModel(q.double().clone(), U, DenseBasis(torch.cat([x[:1].double(), J.double(),
+                                                                       G.reshape(-1, *J.shape[1:])])))
 
 
 @dataclass
 class Reduced:
     """The quadratic model of a :class:`LocalModel` with the points contracted away (issue 17): a substep
-    without contact forces then costs O(n_b^2 k) with n_b = 1 + k + r k, independent of the point count.
+    without contact forces then costs O(n_b^2 k) with n_b = 1 + k + r k, independent of the point count, in a few
+    float64 numpy operations (q, qd: tensors or numpy (k,); results numpy).
 
     Every model quantity is a combination of the n_b basis rows B = [x_a; J_a; G] (n_b, 3P): x = a_x B,
-    J = A_J B, H~[qd, qd] = a_h B (``LocalModel.kinematics``), so with W = diag(m) per coordinate
-    M = A_J (B W B^T) A_J^T + m_reg I, the gravity force J^T W g = A_J (B W g), the velocity product
-    J^T W H~[qd, qd] = A_J Gram a_h, T = 1/2 a_xd Gram a_xd (a_xd = qd A_J) and V_g = -a_x (B W g) + const
-    (NeuROK Sec. 5.2, Eq. 3, on the model). Constant point-force fields (wind, handle forces) are contracted
-    the same way; springs keep their handles' basis rows only (h points). Contact forces (floor, part contacts,
-    joint stops) need the points: x = a_x B and xd = a_xd B (two products with B), their force f enters as
+    J = A_J B, H~[qd, qd] = a_h B (``LocalModel.position_coef``, ``jacobian_coef``, ``velocity_coef``), so with
+    W = diag(m) per coordinate M = A_J (B W B^T) A_J^T + m_reg I, the gravity force J^T W g = A_J (B W g), the
+    velocity product J^T W H~[qd, qd] = A_J Gram a_h, T = 1/2 a_xd Gram a_xd (a_xd = qd A_J) and
+    V_g = -a_x (B W g) + const (NeuROK Sec. 5.2, Eq. 3, on the model). Constant point-force fields (wind, handle
+    forces) are contracted the same way; springs keep their handles' basis rows only (h points). Contact forces
+    (floor, part contacts, joint stops) need the points: x = a_x B and xd = a_xd B, their force f enters as
     A_J (B f), and the implicit solve's contact matrices get J only at the points they index
     (:class:`ModelJacobian`).
 
     Attributes
     ----------
-    model : the LocalModel.
+    model : the LocalModel (its ``basis`` is B).
     nb : n_b.
     gram : (n_b, n_b) B W B^T, kg m^2 per unit q^2.
     grav : (n_b,) B W g, N m.
     fields : per system force, (n_b,) B f of its constant point forces, or None for a contact force.
-    basis : (n_b, P, 3) B, metres (per unit q, q^2).
     handles : per spring, ((n_b, h, 3) basis rows at its handles, (h, 3) handle position at a_x = 0), metres.
     v_rest : sum_p m_p g . x_rest_p, J (the gravity energy of the rest shape).
-    head : (k, 1 + k) the first columns [0 | I] of every A_J.
+    latent : the system's ``eom.LatentTerms``.
     """
 
     model: LocalModel
     nb: int
-    gram: torch.Tensor
-    grav: torch.Tensor
+    gram: np.ndarray
+    grav: np.ndarray
     fields: list
     handles: list
     v_rest: float
-    head: torch.Tensor
-    basis: torch.Tensor
+    latent: LatentTerms
 
     @classmethod
     def build(cls, model: LocalModel, system: System) -> Reduced:
         """Contract ``model``'s basis with the masses, gravity, constant forces and spring handles of ``system``."""
         from kinemesh.dynamics.eom import decoded_rest_points
 
-        B = torch.cat([model.x.reshape(1, -1), model._Jf, model._Gf])  # (n_b, 3P)
-        nb, P = B.shape[0], model.x.shape[0]
-        m, g = system.point_mass, system.gravity
-        BW = B * m.repeat_interleave(3)
-        Bp = B.reshape(nb, P, 3)
+        basis, m, g = model.basis, system.point_mass, system.gravity
+        P = int(m.shape[0])
         fields = []
         for f in system.forces:
             if hasattr(f, "contact_forces"):
                 fields.append(None)
                 continue
-            pf = f.point_forces() if hasattr(f, "point_forces") else f.handles.spread(f.force, P)
-            fields.append(B @ pf.reshape(-1))
+            fields.append(basis.apply(f.point_forces() if hasattr(f, "point_forces") else f.handles.spread(f.force, P)))
         rp = system.decoder.rest_points.detach().double()
         handles = []
         for s in system.springs:
-            w = s.handles.w.to(B)[..., None]  # (h, n, 1)
-            handles.append(((w * Bp[:, s.handles.idx]).sum(-2), s.handles.rest - (w * rp[s.handles.idx]).sum(-2)))
-        k = model.J.shape[0]
-        gram = BW @ B.T
-        return cls(model, nb, 0.5 * (gram + gram.T), BW @ g.repeat(P), fields, handles,
-                   float((m[:, None] * decoded_rest_points(system) * g).sum()),
-                   torch.cat([torch.zeros(k, 1, dtype=B.dtype), model._eye], 1), Bp)
+            w = s.handles.w.to(torch.float64)[..., None]  # (h, n, 1)
+            Bh = basis.combine(np.eye(basis.n_rows), s.handles.idx.reshape(-1)).reshape(-1, *s.handles.idx.shape, 3)
+            handles.append(((w.numpy() * Bh).sum(-2), (s.handles.rest - (w * rp[s.handles.idx]).sum(-2)).numpy()))
+        gram, grav = basis.moments(m, g)
+        return cls(model, len(gram), gram, grav, fields, handles,
+                   float((m[:, None] * decoded_rest_points(system) * g).sum()), latent_terms(system))
 
-    def __post_init__(self):  # A_J(q) = A_0 + (q - q_a) L_A, one product (``jacobian_coef``)
-        k, md = self.head.shape[0], self.model
-        self._a0 = torch.cat([self.head, torch.zeros(k, self.nb - k - 1, dtype=torch.float64)], 1)
-        self._alin = torch.cat([torch.zeros(k, k, k + 1, dtype=torch.float64), md._lin.reshape(k, k, -1)], 2)
-        self._alin = self._alin.reshape(k, -1)
-
-    def position_coef(self, q: torch.Tensor) -> torch.Tensor:
-        """a_x (n_b,) with x(q) = a_x B (``LocalModel.kinematics``)."""
-        d = q.double() - self.model.q
-        return torch.cat([d.new_ones(1), d, 0.5 * self.model.hessian_coef(d)])
-
-    def jacobian_coef(self, q: torch.Tensor) -> torch.Tensor:
-        """A_J (k, n_b) = [0 | I | C(q - q_a)] with J(q) = A_J B."""
-        return self._a0 + ((q.double() - self.model.q) @ self._alin).reshape(self._a0.shape)
-
-    def terms(self, system: System, q: torch.Tensor, qd: torch.Tensor,
-              t: float) -> tuple[torch.Tensor, torch.Tensor, Kinematics]:
+    def terms(self, system: System, q, qd, t: float) -> tuple[np.ndarray, np.ndarray, Kinematics]:
         """(M (k, k), rhs (k,), Kinematics) at (q, qd, t): M = J^T W J + m_reg I and rhs = -dV/dq + J^T f_ext
         - J^T W H~[qd, qd] (``eom.acceleration`` before damping), both of the model; the Kinematics holds
         ``hj``, the handle Jacobians (k, h, 3) of the system's springs, and only with contact forces the points
-        x, velocities xd (P, 3) and J as a :class:`ModelJacobian` (else None)."""
-        A = self.jacobian_coef(q)
+        x, velocities xd (P, 3) tensors and J as a :class:`ModelJacobian` (else None)."""
+        q, qd, md = as_numpy(q), as_numpy(qd), self.model
+        A = md.jacobian_coef(q)
         AG = A @ self.gram
         M = AG @ A.T  # symmetric (Gram is)
-        if system.latent_inertia:
-            M.diagonal().add_(system.latent_inertia)
-        a_h = self.model.hessian_coef(qd)  # H~[qd, qd] = a_h G
+        M.flat[::M.shape[0] + 1] += self.latent.m_reg
+        a_h = md.hessian_coef(qd)  # H~[qd, qd] = a_h G
         f = self.grav
         kin = Kinematics(x=None, J=None, hj=[])
         for force, bf in zip(system.forces, self.fields):
             if bf is None:  # a contact force: at the points
                 if kin.x is None:
-                    B = self.basis.reshape(self.nb, -1)
-                    kin.x = (self.position_coef(q) @ B).reshape(self.basis.shape[1:])
-                    kin.xd = ((qd @ A) @ B).reshape(self.basis.shape[1:])
-                    kin.J = ModelJacobian(A, self.basis)
-                f = f + B @ force.contact_forces(kin.x, kin.xd, system.point_mass).reshape(-1)
+                    x = torch.from_numpy(md.basis.combine(np.stack([md.position_coef(q), qd @ A])))
+                    kin.x, kin.xd = x[0], x[1]
+                    kin.J = ModelJacobian(A, md.basis)
+                f = f + md.basis.apply(force.contact_forces(kin.x, kin.xd, system.point_mass))
             elif hasattr(force, "point_forces") or force.t_start <= t < force.t_end:
                 f = f + bf
-        rhs = A @ f - AG[:, self.nb - a_h.shape[0]:] @ a_h + latent_forces(system, q)
+        rhs = A @ f - AG[:, self.nb - a_h.shape[0]:] @ a_h + self.latent.forces(q)
         if system.springs:
-            a_x = self.position_coef(q)
+            a_x = md.position_coef(q)
             for s, (Bh, c) in zip(system.springs, self.handles):
-                Jh = torch.einsum("ib,bhc->ihc", A, Bh)
-                r = c + torch.einsum("b,bhc->hc", a_x, Bh) - s.target
-                rhs = rhs - s.stiffness * torch.einsum("ihc,hc->i", Jh, r)
+                Jh = np.einsum("ib,bhc->ihc", A, Bh)
+                r = c + np.einsum("b,bhc->hc", a_x, Bh) - as_numpy(s.target)
+                rhs = rhs - s.stiffness * np.einsum("ihc,hc->i", Jh, r)
                 kin.hj.append(Jh)
         return M, rhs, kin
 
-    def energies(self, system: System, q: torch.Tensor, qd: torch.Tensor) -> dict[str, float]:
+    def energies(self, system: System, q, qd) -> dict[str, float]:
         """{'kinetic', 'potential', 'total'} of the model at (q, qd), joules (``eom.energies`` on the model)."""
-        q, qd = q.double(), qd.double()
-        a_xd = qd @ self.jacobian_coef(q)
-        a_x = self.position_coef(q)
-        T = 0.5 * float(a_xd @ self.gram @ a_xd) + 0.5 * system.latent_inertia * float(qd @ qd)
-        V = -float(a_x @ self.grav) + self.v_rest + float(latent_potential(system, q))
+        q, qd = as_numpy(q), as_numpy(qd)
+        a_xd = qd @ self.model.jacobian_coef(q)
+        a_x = self.model.position_coef(q)
+        T = 0.5 * float(a_xd @ self.gram @ a_xd) + 0.5 * self.latent.m_reg * float(qd @ qd)
+        V = -float(a_x @ self.grav) + self.v_rest + self.latent.potential(q)
         for s, (Bh, c) in zip(system.springs, self.handles):
-            r = c + torch.einsum("b,bhc->hc", a_x, Bh) - s.target
+            r = c + np.einsum("b,bhc->hc", a_x, Bh) - as_numpy(s.target)
             V += 0.5 * s.stiffness * float((r * r).sum())
         return {"kinetic": T, "potential": V, "total": T + V}
 
@@ -290,13 +399,12 @@ class ModelJacobian:
     and J[:, idx, c] (idx: point indices or a (P,) mask) cost O(k n_b |idx|) instead of O(k n_b P).
     ``shape`` is (k, P, 3)."""
 
-    def __init__(self, A: torch.Tensor, basis: torch.Tensor):
+    def __init__(self, A: np.ndarray, basis: DenseBasis | PolyBasis):
         self.A, self.basis = A, basis
-        self.shape = (A.shape[0],) + tuple(basis.shape[1:])
+        self.shape = (A.shape[0], basis.n_points, 3)
 
     def __getitem__(self, key):
         if not (isinstance(key, tuple) and len(key) >= 2 and key[0] == slice(None)):
             raise IndexError("ModelJacobian supports J[:, points] and J[:, points, coords] only")
-        sub = self.basis[:, key[1]]  # (n_b, n, 3)
-        J = (self.A @ sub.reshape(sub.shape[0], -1)).reshape((self.A.shape[0],) + tuple(sub.shape[1:]))
+        J = torch.from_numpy(self.basis.combine(self.A, key[1]))  # (k, n, 3)
         return J[(slice(None), slice(None)) + tuple(key[2:])]

@@ -478,11 +478,12 @@ class SimulationResult:
     info: dict = field(default_factory=dict)
 
 
-def decode_vertices(decoder, q: np.ndarray, chunk: int = 8, rest_offset: np.ndarray | None = None,
+def decode_vertices(decoder, q: np.ndarray, chunk: int = 32, rest_offset: np.ndarray | None = None,
                     max_vertices: int = 2_000_000) -> np.ndarray:
     """Vertices (T, N, 3) float32 of states q (T, k), decoded ``chunk`` frames at a time (fewer when
     chunk x N would exceed ``max_vertices``) without gradients into one preallocated array, so the peak
-    memory is the output plus one bounded chunk (the decoder blocks the vertices itself).
+    memory is the output plus one bounded chunk (the decoder blocks the vertices itself). The network's cost per
+    state falls with the batch (bench beam, float64: 0.59 ms at 8 states, 0.45 ms at 32, 0.41 ms at 120).
 
     ``rest_offset`` (N, 3) is added to every frame (see ``run``'s rest correction).
     """
@@ -543,14 +544,17 @@ def simulate_mesh(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simula
         stiffen_barrier(system, state0)
         lead = lead[: max(0, spec.frames - 1)]
         n_dyn = spec.frames - len(lead)
-        t1 = time.perf_counter()
-        roll = integrate(system, state0, n_dyn, fps=spec.fps, substeps=spec.substeps, integrator=info["integrator"],
-                        progress=progress, max_dq=spec.max_dq)
-        t2 = time.perf_counter()
-        q_all = np.concatenate([lead, roll.q]) if len(lead) else roll.q
-        offset = rest_offset(system.decoder, system.q_rest) if rest_correction else None
-        frames = decode_vertices(system.decoder, q_all, rest_offset=offset)
-        t3 = time.perf_counter()
+        # the network's token transforms of the states the rollout decodes (``distilled``'s checks) serve the output
+        cache = getattr(system.decoder, "token_cache", None)
+        with contextlib.nullcontext() if cache is None else cache():
+            t1 = time.perf_counter()
+            roll = integrate(system, state0, n_dyn, fps=spec.fps, substeps=spec.substeps,
+                             integrator=info["integrator"], progress=progress, max_dq=spec.max_dq)
+            t2 = time.perf_counter()
+            q_all = np.concatenate([lead, roll.q]) if len(lead) else roll.q
+            offset = rest_offset(system.decoder, system.q_rest) if rest_correction else None
+            frames = decode_vertices(system.decoder, q_all, rest_offset=offset)
+            t3 = time.perf_counter()
     info.update(rest_correction=bool(rest_correction), setup_s=t1 - t0, simulate_s=t2 - t1, decode_s=t3 - t2, energy_drift=roll.energy_drift,
                 step_warnings=roll.warnings, substeps_final=int(roll.substeps[-1]) if len(roll.substeps) > 1
                 else spec.substeps, lead_in_frames=int(len(lead)), anchors=roll.anchors,

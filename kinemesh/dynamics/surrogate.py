@@ -30,9 +30,10 @@ import dataclasses
 import itertools
 import logging
 
+import numpy as np
 import torch
 
-from kinemesh.dynamics.system import dtype_of, object_size
+from kinemesh.dynamics.system import as_numpy, dtype_of, object_size
 from kinemesh.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,7 @@ class PolySurrogate:
     fit_error : largest held-out error at fit time, fraction of the object size.
     """
 
-    exact_derivatives = True  # ``local.anchor`` reads x, J, G from ``derivatives`` instead of differences
+    exact_derivatives = True  # ``local.anchor`` reads x, J, G from ``derivative_coefs`` instead of differences
 
     def __init__(self, decoder, center: torch.Tensor, radius: float, exps: torch.Tensor, coef: torch.Tensor,
                  fit_error: float = 0.0):
@@ -87,10 +88,11 @@ class PolySurrogate:
         k, rows = exps.shape[1], {tuple(e): i for i, e in enumerate(exps.tolist())}
         eye = torch.eye(k, dtype=torch.int64)
         low1, low2 = exps[None] - eye[:, None], exps[None, None] - eye[:, None, None] - eye[None, :, None]
-        self._c1 = (exps.T * (low1 >= 0).all(-1)).double()  # (k, F)
-        self._c2 = (exps.T[:, None] * (exps.T[None] - eye[:, :, None]) * (low2 >= 0).all(-1)).double()  # (k, k, F)
-        self._i1 = torch.tensor([[rows.get(tuple(e), 0) for e in r] for r in low1.tolist()])
-        self._i2 = torch.tensor([[[rows.get(tuple(e), 0) for e in r] for r in rr] for rr in low2.tolist()])
+        self._c1 = (exps.T * (low1 >= 0).all(-1)).double().numpy()  # (k, F)
+        self._c2 = (exps.T[:, None] * (exps.T[None] - eye[:, :, None]) * (low2 >= 0).all(-1)).double().numpy()
+        self._i1 = np.array([[rows.get(tuple(e), 0) for e in r] for r in low1.tolist()])  # (k, F)
+        self._i2 = np.array([[[rows.get(tuple(e), 0) for e in r] for r in rr] for rr in low2.tolist()])  # (k, k, F)
+        self._dict = None  # (coef, shift, dictionary, (masses, moments)) of ``dictionary`` / ``moments``
 
     def features(self, q: torch.Tensor) -> torch.Tensor:
         """phi (..., F) at q (..., k)."""
@@ -103,17 +105,43 @@ class PolySurrogate:
 
     points_nograd = points
 
-    def derivatives(self, q: torch.Tensor, U: torch.Tensor | None = None) -> tuple:
-        """(x (P, 3), J (k, P, 3), G (r, k, P, 3)) at q (k,), exact: J[i] = dx/dq_i and G[r, i] = H[u_r, e_i]
-        for the rows u_r of U (r, k) (None: r = 0), H = d2x/dq2."""
-        k, phi = q.shape[-1], self.features(q)
-        r = 0 if U is None else len(U)
+    def derivative_rows(self, q: torch.Tensor, U: torch.Tensor | None = None) -> np.ndarray:
+        """(1 + k + r k, F) float64 numpy monomial rows of x, J and G at q (k,): x = R[0] C, J[i] = R[1 + i] C and
+        G[r, i] = R[1 + k + r k + i] C = H[u_r, e_i] for the rows u_r of U (r, k) (None: r = 0), H = d2x/dq2."""
+        k, phi = q.shape[-1], self.features(q).numpy()
         rows = [phi[None], self._c1 * phi[self._i1] / self.radius]  # x, J
-        if r:  # G[r, i] = sum_j u_rj d2x / dq_j dq_i
+        if U is not None and len(U):  # G[r, i] = sum_j u_rj d2x / dq_j dq_i
             D2 = (self._c2 * phi[self._i2]).reshape(k, -1) / self.radius ** 2  # (k, k F)
-            rows.append((U.double() @ D2).reshape(r * k, -1))
-        X = (torch.cat(rows) @ self.coef).reshape(1 + k + r * k, -1, 3)  # one product for x, J and G
-        return X[0], X[1:k + 1], X[k + 1:].reshape(r, k, *X.shape[1:])
+            rows.append((as_numpy(U) @ D2).reshape(len(U) * k, -1))
+        return np.concatenate(rows)
+
+    def derivative_coefs(self, q: torch.Tensor, U: torch.Tensor | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """x, J = dx/dq and G[r, i] = H[u_r, e_i] at q (k,) (``derivative_rows``), exact, in coefficient form
+        (``local.PolyBasis``): (K (n_b, 3, 3, F), tau (n_b, 3)) with row b = sum_{j, f} K[b, :, j, f] C[f, :, j]
+        + tau[b] for the ``dictionary`` C, n_b = 1 + k + r k; here K[b, i, j, f] = delta_ij R[b, f], tau = 0."""
+        R = self.derivative_rows(q, U)
+        return np.eye(3)[None, :, :, None] * R[:, None, None, :], np.zeros((len(R), 3))
+
+    def dictionary(self, shift=None) -> torch.Tensor:
+        """C[(j, f), p] (3F, P) float64: the coefficients per coordinate j and monomial f, ``shift`` (3,) metres
+        subtracted from the constant monomial's (a floating frame's centre; None = 0). Cached."""
+        key = None if shift is None else tuple(as_numpy(shift).tolist())
+        if self._dict is None or self._dict[0] is not self.coef or self._dict[1] != key:
+            C = self.coef.reshape(len(self.exps), -1, 3).clone()
+            if shift is not None:
+                C[0] -= torch.as_tensor(shift, dtype=torch.float64)
+            self._dict = (self.coef, key, C.permute(2, 0, 1).reshape(-1, C.shape[1]).contiguous(), None)
+        return self._dict[2]
+
+    def moments(self, m: torch.Tensor, shift=None) -> tuple[torch.Tensor, torch.Tensor, float]:
+        """(S = sum_p m_p C_p C_p^T (3F, 3F), mu = sum_p m_p C_p (3F,), sum_p m_p) of the ``dictionary`` C for point
+        masses m (P,) kg (``local.PolyBasis``). Cached per dictionary and masses."""
+        C = self.dictionary(shift)
+        cached = self._dict[3]
+        if cached is None or not (cached[0] is m or torch.equal(cached[0], m)):
+            cached = (m, (C * m) @ C.T, C @ m, float(m.sum()))
+            self._dict = self._dict[:3] + (cached,)
+        return cached[1:]
 
     def __getattr__(self, name):  # faces, skin weights, vertices, ... of the decoder it stands for
         if name == "decoder":

@@ -35,6 +35,13 @@ def dtype_of(decoder) -> torch.dtype:
     return mu.dtype if isinstance(mu, torch.Tensor) and mu.is_floating_point() else torch.float32
 
 
+def as_numpy(x) -> np.ndarray:
+    """x (a tensor or array) as float64 numpy (a view where it can)."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().to("cpu", torch.float64).numpy()
+    return np.asarray(x, dtype=np.float64)
+
+
 def object_size(decoder) -> float:
     """The longest side of the bounding box of ``decoder.rest_points``, metres (1 for a single point)."""
     rp = decoder.rest_points.detach().double()

@@ -8,6 +8,7 @@ forward mode.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -194,10 +195,31 @@ class NeuralInstanceDecoder:
         return [slice(i, min(i + c, n)) for i in range(0, n, c)]
 
     def _token_dq(self, zf: torch.Tensor) -> torch.Tensor:
+        cache = getattr(self, "_dq_cache", None)
+        if cache is None or torch.is_grad_enabled():
+            return self._token_dq_net(zf)
+        keys = [r.tobytes() for r in zf.detach().cpu().numpy()]
+        miss = [i for i, key in enumerate(keys) if key not in cache]
+        if miss:
+            cache.update(zip([keys[i] for i in miss], self._token_dq_net(zf[miss])))
+        return torch.stack([cache[key] for key in keys])
+
+    def _token_dq_net(self, zf: torch.Tensor) -> torch.Tensor:
         B = zf.shape[0]
         dec = self.net.decoder
         tokens = dec.latent_tokens(zf, self._h.expand(B, -1, -1), self._cond)
         return dec.token_transforms(tokens, self._pivots.expand(B, -1, -1), zf).to(self.dtype)
+
+    @contextlib.contextmanager
+    def token_cache(self):
+        """Within this context the token transforms of decodes without gradients are kept per latent state, so a
+        state decoded again (a frame the ``distilled`` integrator checked against the network, decoded again for
+        the output vertices) skips the network. Only for a fixed network: it is not told of weight updates."""
+        self._dq_cache = {}
+        try:
+            yield self
+        finally:
+            self._dq_cache = None
 
     def _point_out(self, zf: torch.Tensor) -> torch.Tensor:
         B = zf.shape[0]
