@@ -9,7 +9,8 @@
 #     both; batch 256 at learning rate 2e-3.
 # The validation split of REAL (1 id in 5 by CRC32) is never trained on; docs/results/articulation.md, section
 # "GPU-trained variants and the 15-network ensemble", has the validation table behind the choice.
-# Time: data 161 s on 2 cores; the variants 144 s on one H200 (DEVICE=cuda), about 1 h on 2 CPU cores.
+# Time: data 161 s on 2 cores; the variants 144 s on one H200 (DEVICE=cuda); on the CPU not timed (one wide
+# variant had not finished after 15 min on one core).
 # Usage: [REAL=data/real_train] [DEVICE=cpu|cuda] [OUT=kinemesh/assets/articulation] scripts/train_articulation.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
