@@ -466,10 +466,11 @@ def local_frame(system: System, state: State, model, frame_dt: float, n_sub: int
 
 
 def integrate_distilled(system, state0, n_frames: int, fps: float = 30.0, block: int | None = None,
-                        tol: float | None = None, progress: bool = False, **kw):
+                        tol: float | None = None, progress: bool = False, group: int | None = None, **kw):
     """``integrate(..., integrator="local")`` on a PolySurrogate of ``system``'s decoder
     (``kinemesh.dynamics.surrogate``), one anchor per frame (no trust box: anchors are cheap), in blocks of
-    ``block`` frames (``DISTILLED_BLOCK``). After each block the network is decoded at its frames: the frames
+    ``block`` frames (``DISTILLED_BLOCK``). The network is decoded at the frames of up to ``group`` blocks at once
+    (``DISTILLED_GROUP``), each block judged as if checked alone: the frames
     before the first one off by more than ``tol`` of the size (``DISTILLED_TOL``) or outside the surrogate's ball
     are kept and the surrogate is refit at the last kept state (also when the state has moved more than half the
     radius from the centre); a block whose first frame disagrees right after a refit is redone with the network's
@@ -478,10 +479,11 @@ def integrate_distilled(system, state0, n_frames: int, fps: float = 30.0, block:
     Returns its Rollout with ``anchors`` the network anchors of redone blocks, ``disagreement`` the largest
     checked surrogate-vs-network distance of a kept frame, ``surrogate_fits`` and ``fallback_frames``. Raises as
     ``integrate``."""
-    from kinemesh.dynamics.surrogate import DISTILLED_BLOCK, DISTILLED_TOL, disagreements, fit, latent_decoder, \
-        with_surrogate
+    from kinemesh.dynamics.surrogate import DISTILLED_BLOCK, DISTILLED_GROUP, DISTILLED_TOL, disagreements, fit, \
+        latent_decoder, with_surrogate
 
     block = DISTILLED_BLOCK if block is None else int(block)
+    group = DISTILLED_GROUP if group is None else int(group)
     tol = DISTILLED_TOL if tol is None else float(tol)
     kw["radius"] = math.inf if kw.get("radius") is None else kw["radius"]
     kw.setdefault("span", 1)
@@ -496,36 +498,61 @@ def integrate_distilled(system, state0, n_frames: int, fps: float = 30.0, block:
         from kinemesh.progress import tqdm
 
         bar = tqdm(total=n_frames - 1, desc="simulate", unit="frame")
+
+    def far(st):  # moved more than half the radius from the surrogate's centre: refit there
+        return float(torch.linalg.norm(st.q[:kl] - sur.center)) > 0.5 * sur.radius
+
     while done < n_frames:
-        if sur is None or not fresh and float(torch.linalg.norm(state.q[:kl] - sur.center)) > 0.5 * sur.radius:
+        if sur is None or not fresh and far(state):
             sur, fresh, fits = fit(net, state.q[:kl], seed=fits), True, fits + 1
             sys_s = with_surrogate(system, sur)
-        nb = min(block, n_frames - done)
-        roll = integrate(sys_s, state, nb + 1, fps=fps, integrator="local", **kw)
-        Q = torch.as_tensor(roll.q[1:, :kl])
-        errs = disagreements(sur, Q)  # (nb,)
-        errs[(Q - sur.center).norm(dim=-1) > sur.radius] = math.inf  # outside the fitted ball: refit
-        keep = int(torch.nonzero(~(errs <= tol)).min()) if not bool((errs <= tol).all()) else nb
-        if keep == 0 and fresh:  # a fresh fit already fails at the next frame: the network's anchors
-            msg = f"t={state.t:.3f} s: surrogate and network disagree by {float(errs[0]):.3g} of the size; " \
-                  f"{nb} frames with the network's anchors"
-            log.info(msg)
-            roll = integrate(system, state, nb + 1, fps=fps, integrator="local", **kw)
-            keep, fallback, n_net = nb, fallback + nb, n_net + roll.anchors
-            warnings.append(msg)
-        else:
-            worst = max([worst] + errs[:keep].tolist())
-        warnings += roll.warnings
-        n_exact += roll.exact_frames
-        if keep:
-            parts.append([getattr(roll, n)[1:keep + 1] for n in names])
-            state = State(torch.as_tensor(roll.q[keep]), torch.as_tensor(roll.qd[keep]), float(roll.times[keep]))
-            done += keep
-            if bar is not None:
-                bar.update(keep)
-        if keep < nb:  # refit where the disagreement began
-            sur = None
-        fresh = False
+        # up to ``group`` blocks on this surrogate, checked in one network call; a block after the first that
+        # raises is left to the next pass, where it raises as it would after its predecessors' checks
+        # (the start states are kept: ``integrate`` caches its first acceleration on them as one pass per block does)
+        rolls, starts, left = [], [state], n_frames - done
+        while left > 0 and len(rolls) < group and not (rolls and far(starts[-1])):
+            try:
+                rolls.append(integrate(sys_s, starts[-1], min(block, left) + 1, fps=fps, integrator="local", **kw))
+            except Exception:
+                if not rolls:
+                    raise
+                starts[-1] = State(starts[-1].q, starts[-1].qd, starts[-1].t)  # without what the failed pass cached
+                break
+            last = rolls[-1]
+            left -= len(last.q) - 1
+            starts.append(State(torch.as_tensor(last.q[-1]), torch.as_tensor(last.qd[-1]), float(last.times[-1])))
+        Q = torch.as_tensor(np.concatenate([r.q[1:, :kl] for r in rolls]))
+        errs_all = disagreements(sur, Q)
+        errs_all[(Q - sur.center).norm(dim=-1) > sur.radius] = math.inf  # outside the fitted ball: refit
+        for j, (roll, errs) in enumerate(zip(rolls, errs_all.split([len(r.q) - 1 for r in rolls]))):
+            # each block as if checked alone: the later blocks of the group are dropped once one disagrees
+            nb = len(errs)
+            keep = int(torch.nonzero(~(errs <= tol)).min()) if not bool((errs <= tol).all()) else nb
+            if keep == 0 and fresh:  # a fresh fit already fails at the next frame: the network's anchors
+                msg = f"t={state.t:.3f} s: surrogate and network disagree by {float(errs[0]):.3g} of the size; " \
+                      f"{nb} frames with the network's anchors"
+                log.info(msg)
+                roll = integrate(system, state, nb + 1, fps=fps, integrator="local", **kw)
+                keep, fallback, n_net = nb, fallback + nb, n_net + roll.anchors
+                warnings.append(msg)
+                redone = True  # the group's later blocks started from the surrogate's end state: dropped
+            else:
+                redone = False
+                worst = max([worst] + errs[:keep].tolist())
+            warnings += roll.warnings
+            n_exact += roll.exact_frames
+            if keep:
+                parts.append([getattr(roll, n)[1:keep + 1] for n in names])
+                state = starts[j + 1] if keep == nb and not redone else \
+                    State(torch.as_tensor(roll.q[keep]), torch.as_tensor(roll.qd[keep]), float(roll.times[keep]))
+                done += keep
+                if bar is not None:
+                    bar.update(keep)
+            fresh = False
+            if keep < nb:  # refit where the disagreement began
+                sur = None
+            if keep < nb or redone:
+                break
     if bar is not None:
         bar.close()
     e = energies(system, state0)

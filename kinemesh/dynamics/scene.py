@@ -535,7 +535,10 @@ def simulate_mesh(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simula
         raise ConfigError(f"frames must be >= 1, got {spec.frames}")
     if not (spec.fps > 0 and math.isfinite(spec.fps)):
         raise ConfigError(f"fps must be > 0, got {spec.fps}")
-    with torch_threads(1):
+    # the network's token transforms of the states decoded more than once (the rest state's in the set-up, the
+    # frames ``distilled`` checked in the output) are kept for the whole call
+    cache = getattr(decoder, "token_cache", None)
+    with torch_threads(1), contextlib.nullcontext() if cache is None else cache():
         t0 = time.perf_counter()
         system, info = build_system(decoder, vertices, faces, spec, derivatives=derivatives,
                                     articulation=articulation, part_names=part_names)
@@ -544,17 +547,14 @@ def simulate_mesh(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simula
         stiffen_barrier(system, state0)
         lead = lead[: max(0, spec.frames - 1)]
         n_dyn = spec.frames - len(lead)
-        # the network's token transforms of the states the rollout decodes (``distilled``'s checks) serve the output
-        cache = getattr(system.decoder, "token_cache", None)
-        with contextlib.nullcontext() if cache is None else cache():
-            t1 = time.perf_counter()
-            roll = integrate(system, state0, n_dyn, fps=spec.fps, substeps=spec.substeps,
-                             integrator=info["integrator"], progress=progress, max_dq=spec.max_dq)
-            t2 = time.perf_counter()
-            q_all = np.concatenate([lead, roll.q]) if len(lead) else roll.q
-            offset = rest_offset(system.decoder, system.q_rest) if rest_correction else None
-            frames = decode_vertices(system.decoder, q_all, rest_offset=offset)
-            t3 = time.perf_counter()
+        t1 = time.perf_counter()
+        roll = integrate(system, state0, n_dyn, fps=spec.fps, substeps=spec.substeps,
+                         integrator=info["integrator"], progress=progress, max_dq=spec.max_dq)
+        t2 = time.perf_counter()
+        q_all = np.concatenate([lead, roll.q]) if len(lead) else roll.q
+        offset = rest_offset(system.decoder, system.q_rest) if rest_correction else None
+        frames = decode_vertices(system.decoder, q_all, rest_offset=offset)
+        t3 = time.perf_counter()
     info.update(rest_correction=bool(rest_correction), setup_s=t1 - t0, simulate_s=t2 - t1, decode_s=t3 - t2, energy_drift=roll.energy_drift,
                 step_warnings=roll.warnings, substeps_final=int(roll.substeps[-1]) if len(roll.substeps) > 1
                 else spec.substeps, lead_in_frames=int(len(lead)), anchors=roll.anchors,

@@ -42,8 +42,10 @@ class ReductionConfig:
     """"jacobian" (E[J^T J], default) or "gradient" (the paper's scalar G = ||delta||)."""
     n_samples: int = 32
     """Prior samples of the Monte Carlo estimate."""
-    n_probes: int = 4
-    """Random probes per sample (jacobian method)."""
+    n_probes: int = 1
+    """Random probes per sample (jacobian method); each is a backward pass through the network. 1 (was 4): bind
+    about 0.1 s faster on the bench beam, validation beams 0.0257 -> 0.0226 and towels 0.1367 -> 0.1351
+    (bench/RESULTS_dynamics.md, within the estimator's seed-to-seed spread)."""
     basis: str = "auto"
     """"probes": directions of the posterior means of motion probes (``fit_probes``; elastic and cloth probes
     come from the geometry, an articulated object's from its joints, given to ``bind``); "prior": the active
