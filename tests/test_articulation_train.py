@@ -51,6 +51,8 @@ def test_samples_file_is_read_back_only_for_the_same_data_settings(tmp_path, fak
     for k in ft:
         assert torch.equal(ft[k], ft2[k]) and ft[k].dtype == ft2[k].dtype
     assert torch.equal(pre["valid"], pre2["valid"])
+    with np.load(path) as z:  # the points travel in float16; what was trained on is what the file gives back
+        assert z["ft.points"].dtype == np.float16 and z["ft.box"].dtype == np.float32
     # a schedule option does not touch the data: still read back
     art_train.generate(art_train.TrainConfig(samples=str(path), n_finetune=1, n_pretrain=1, epochs_ft=3,
                                              type_balance=1.0), pc)
@@ -141,3 +143,34 @@ def test_samples_only_refuses_a_missing_or_other_samples_file(tmp_path, fake_gen
     art_train.generate(art_train.TrainConfig(samples=str(path)), PredictorConfig())
     assert art_train.main(args + ["--n-finetune", "3"]) == 2 and len(fake_gen) == 2  # other data settings
     assert not (tmp_path / "w").exists()
+
+
+def test_samples_file_from_before_the_extended_assemblies_is_still_read(tmp_path, fake_gen):
+    """A file whose head predates ``n_extended_*`` was made with none of them: read for 0, regenerated else."""
+    import json
+
+    pc = PredictorConfig(n_part=8, n_shape=8)
+    path = tmp_path / "samples.npz"
+    tc = art_train.TrainConfig(samples=str(path), n_finetune=1, n_pretrain=1)
+    art_train.generate(tc, pc)
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    head = json.loads(bytes(arrays.pop("head")).decode())
+    for k in art_train.ADDED_DATA_FIELDS:
+        del head["train"][k]
+    np.savez(path, head=np.frombuffer(json.dumps(head).encode(), np.uint8), **arrays)
+    art_train.generate(tc, pc)
+    assert len(fake_gen) == 2  # read back
+    with pytest.raises(Exception, match="n_extended_ft"):
+        art_train.generate(art_train.TrainConfig(samples=str(path), n_finetune=1, n_pretrain=1, n_extended_ft=3),
+                           pc, read_only=True)
+
+
+def test_extended_assembly_objects_build():
+    from kinemesh.articulation.dataset import build_object
+
+    a, b = build_object("assembly+", 3), build_object("assembly", 3)
+    assert a.movable_joints and b.movable_joints
+    assert set(a.meta["params"]["part_kinds"]) <= set(("flap", "lever", "slider", "piston", "knob", "rotor", "wheel",
+                                                        "row"))
+    assert set(b.meta["params"]["part_kinds"]) <= set(("flap", "lever", "slider", "piston", "knob"))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import trimesh
 
-from kinemesh.synth.assemblies import random_assembly
+from kinemesh.synth.assemblies import EXTENDED_KINDS, random_assembly
 from kinemesh.synth.categories import CATEGORIES, build
 from kinemesh.synth.mjcf import articulated_to_mjcf, body_transforms, load_model
 from kinemesh.geometry.validity import interpenetrations
@@ -107,6 +107,31 @@ def test_random_assemblies_are_valid_and_varied():
         if seed == 0:  # construction already rejects colliding parts; re-check one with other samples
             assert interpenetrations(obj, n_samples=100, seed=3, tolerance=1e-3) == []
     assert len(kinds) >= 3 and len(set(n_moving)) >= 2 and any(depths)  # nested chains occur
+
+
+def test_extended_assemblies_have_rotors_wheels_rows_and_oblique_joints():
+    kinds, oblique, continuous_multi = set(), 0, 0
+    for seed in range(6):
+        obj = random_assembly(np.random.default_rng(seed), kinds=EXTENDED_KINDS, p_tilt=0.5)
+        kinds.update(obj.meta["params"]["part_kinds"])
+        for p in obj.parts:
+            assert trimesh.Trimesh(p.vertices, p.faces, process=False).is_watertight, p.name
+        for j in obj.movable_joints:
+            assert abs(np.linalg.norm(j.axis) - 1) < 1e-9
+            oblique += np.abs(j.axis).max() < 0.985  # turned off every world axis by more than 10 deg
+        if seed == 0:
+            assert interpenetrations(obj, n_samples=100, seed=3, tolerance=1e-3) == []
+        rows = {}
+        for j in obj.movable_joints:
+            if j.child.startswith("row_"):
+                rows.setdefault(j.child.rsplit("_", 1)[0], []).append(j)
+        for members in rows.values():  # a row's parts move along parallel axes, one joint each
+            assert len(members) >= 2
+            for j in members[1:]:
+                assert abs(abs(float(np.dot(j.axis, members[0].axis))) - 1) < 1e-9
+                assert j.type == members[0].type
+    assert {"rotor", "wheel", "row"} <= kinds
+    assert oblique >= 2
 
 
 def test_assembly_is_deterministic_for_a_seed():

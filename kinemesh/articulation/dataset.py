@@ -24,12 +24,14 @@ PRETRAIN_SEED_BASE = 50_000
 
 
 def build_object(kind: str, seed: int) -> ArticulatedObject:
-    """A synthetic object: a category name from ``CATEGORIES`` or ``"assembly"``, seeded."""
+    """A synthetic object: a category name from ``CATEGORIES``, ``"assembly"`` (random assembly of the basic
+    part kinds) or ``"assembly+"`` (the extended kinds, 30% of the parts turned obliquely on their face),
+    seeded."""
     rng = np.random.default_rng(seed)
-    if kind == "assembly":
-        from kinemesh.synth.assemblies import random_assembly
+    if kind in ("assembly", "assembly+"):
+        from kinemesh.synth.assemblies import EXTENDED_KINDS, random_assembly
 
-        obj = random_assembly(rng)
+        obj = random_assembly(rng) if kind == "assembly" else random_assembly(rng, kinds=EXTENDED_KINDS, p_tilt=0.3)
     else:
         from kinemesh.synth.categories import CATEGORIES
 

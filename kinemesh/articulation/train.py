@@ -40,6 +40,9 @@ class TrainConfig:
     n_pretrain: int = 8  # unannotated instances per training category (pretraining, validity labels)
     n_assemblies_ft: int = 30  # annotated random assemblies
     n_assemblies_pre: int = 30  # unannotated random assemblies
+    n_extended_ft: int = 0  # annotated random assemblies of the extended kinds (rotors, wheels, rows, oblique
+    # parts: ``build_object("assembly+")``)
+    n_extended_pre: int = 0  # unannotated ones
     epochs_pre: int = 30  # pretraining epochs (40 before the real objects nearly doubled the data)
     epochs_ft: int = 40  # fine-tuning epochs (50 before)
     n_augment: int = 1  # asset-realism copies per fine-tuning object (:mod:`kinemesh.articulation.realism`)
@@ -69,8 +72,10 @@ class TrainConfig:
 
 
 DATA_FIELDS = ("n_finetune", "n_pretrain", "n_assemblies_ft", "n_assemblies_pre", "n_augment", "n_augment_pre",
-               "p_sheet", "shape_uniform", "seed", "p_yaw", "real", "real_copies")
+               "p_sheet", "shape_uniform", "seed", "p_yaw", "real", "real_copies", "n_extended_ft", "n_extended_pre")
 """The :class:`TrainConfig` fields that decide the generated samples (a ``samples`` file records them)."""
+ADDED_DATA_FIELDS = {"n_extended_ft": 0, "n_extended_pre": 0}
+"""Data fields added after samples files were first written -> the value files without them were made with."""
 SAMPLES_FORMAT = "kinemesh-articulation-samples-1"
 
 
@@ -168,10 +173,11 @@ def generate(tc: TrainConfig, pc: PredictorConfig, read_only: bool = False) -> t
     if tc.samples and Path(tc.samples).is_file():
         with np.load(tc.samples, allow_pickle=False) as z:
             stored = json.loads(bytes(z["head"]).decode())
+            stored["train"] = {**ADDED_DATA_FIELDS, **stored.get("train", {})}
             if stored.get("format") == SAMPLES_FORMAT and stored.get("train") == head["train"] \
                     and stored.get("predictor") == head["predictor"]:
-                ft = {k[3:]: torch.as_tensor(z[k]) for k in z.files if k.startswith("ft.")}
-                pre = {k[4:]: torch.as_tensor(z[k]) for k in z.files if k.startswith("pre.")}
+                ft = {k[3:]: _from_file(z[k]) for k in z.files if k.startswith("ft.")}
+                pre = {k[4:]: _from_file(z[k]) for k in z.files if k.startswith("pre.")}
                 return ft, pre, {**stored["summary"], "data_seconds": 0.0, "samples_file": str(tc.samples)}
         if read_only:
             from kinemesh.errors import InputFileError
@@ -189,9 +195,11 @@ def generate(tc: TrainConfig, pc: PredictorConfig, read_only: bool = False) -> t
     t0 = time.time()
     cats = [c for c in CATEGORIES if c not in HOLDOUT_CATEGORIES]
     ft_jobs = [(c, s) for c in cats for s in range(tc.n_finetune)] + \
-              [("assembly", s) for s in range(tc.n_assemblies_ft)]
+              [("assembly", s) for s in range(tc.n_assemblies_ft)] + \
+              [("assembly+", s) for s in range(tc.n_extended_ft)]
     pre_jobs = [(c, PRETRAIN_SEED_BASE + s) for c in cats for s in range(tc.n_pretrain)] + \
-               [("assembly", PRETRAIN_SEED_BASE + s) for s in range(tc.n_assemblies_pre)]
+               [("assembly", PRETRAIN_SEED_BASE + s) for s in range(tc.n_assemblies_pre)] + \
+               [("assembly+", PRETRAIN_SEED_BASE + s) for s in range(tc.n_extended_pre)]
     realism = RealismConfig(p_sheet=tc.p_sheet, p_yaw=tc.p_yaw)
     w, seed = tc.workers, tc.seed
     ft = _gen(ft_jobs, (seed, 0), pc, False, "fine-tune data", tc.n_augment, realism, w)
@@ -209,11 +217,24 @@ def generate(tc: TrainConfig, pc: PredictorConfig, read_only: bool = False) -> t
     if tc.samples:
         from kinemesh.atomic import atomic_path
 
+        for t in (ft_t, pre_t):  # the file keeps the points in float16 (half the size, so it travels to a GPU
+            t["points"] = t["points"].half().float()  # machine); train on what the file gives back
         head["summary"] = summary
-        arrays = {f"ft.{k}": v.numpy() for k, v in ft_t.items()} | {f"pre.{k}": v.numpy() for k, v in pre_t.items()}
+        arrays = {f"ft.{k}": _to_file(k, v) for k, v in ft_t.items()} | \
+                 {f"pre.{k}": _to_file(k, v) for k, v in pre_t.items()}
         with atomic_path(tc.samples) as tmp:
             np.savez(tmp, head=np.frombuffer(json.dumps(head).encode(), np.uint8), **arrays)
     return ft_t, pre_t, summary
+
+
+def _to_file(key: str, t: torch.Tensor) -> np.ndarray:
+    """A samples-file array: the points (most of the bytes) in float16, the rest as they are."""
+    return t.numpy().astype(np.float16) if key == "points" else t.numpy()
+
+
+def _from_file(a: np.ndarray) -> torch.Tensor:
+    """A tensor of a samples-file array (float16 back to float32; files before the float16 points hold float32)."""
+    return torch.as_tensor(a.astype(np.float32) if a.dtype == np.float16 else a)
 
 
 def type_weights(types: torch.Tensor, power: float) -> torch.Tensor | None:
