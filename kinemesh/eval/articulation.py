@@ -38,7 +38,7 @@ class ArticulationEvalConfig:
     only_motion: bool = option(False, "skip the static-shape predictors")
     validation: bool = option(False, "model-selection sets instead of the test sets: training categories and random "
                                      f"assemblies with seeds from {VALIDATION_SEED_BASE} (never trained or tested on), "
-                                     "canonical and realism-augmented")
+                                     "canonical and realism-augmented, and the held-out categories at those seeds")
     real_val: str | None = option(None, "folder of real PartNet-Mobility objects (e.g. data/real_train) whose "
                                         "validation split (is_real_validation: 1 object in 5 by hash of its id) is "
                                         "evaluated per object")
@@ -304,11 +304,9 @@ def evaluate(cfg: ArticulationEvalConfig) -> Result:
     Raises InputFileError (missing weights or object folder)."""
     import torch
 
-    from kinemesh.articulation.dataset import HOLDOUT_CATEGORIES, TEST_SEED_BASE, build_object
     from kinemesh.articulation.infer import articulate, heuristic_articulate
     from kinemesh.articulation.predictor import DEFAULT_WEIGHTS, load_predictor
     from kinemesh.progress import tqdm
-    from kinemesh.synth.categories import CATEGORIES
 
     t_start = time.time()
     torch.set_num_threads(1)
@@ -320,6 +318,21 @@ def evaluate(cfg: ArticulationEvalConfig) -> Result:
         methods["ablation: no pretraining"] = lambda o: articulate(o, net=abl, seed=cfg.seed)
     if not cfg.no_heuristic:
         methods["heuristic: best valid box candidate"] = lambda o: heuristic_articulate(o, seed=cfg.seed)
+
+    rows = []
+    for title, objects, breakdown in sections(cfg):
+        for name, obj in tqdm(objects, desc=title[:30], unit="obj"):
+            rows += [{"section": title, "breakdown": None if cfg.only_motion else breakdown, **r} for r in
+                     object_rows(name, obj, {} if cfg.only_motion else methods, cfg.seed, clouds=cfg.clouds)]
+    return Result(rows, {"weights": str(wdir)}, seconds=time.time() - t_start)
+
+
+def sections(cfg: ArticulationEvalConfig) -> list[tuple[str, list, str | None]]:
+    """The evaluated sets of :func:`evaluate`: (title, [(name, ArticulatedObject)], breakdown) each; the test
+    sets, or with ``cfg.validation`` the model-selection sets (seeds from ``VALIDATION_SEED_BASE``, below the
+    test seeds), plus the unlike categories, ``cfg.real`` and ``cfg.real_val`` as asked."""
+    from kinemesh.articulation.dataset import HOLDOUT_CATEGORIES, TEST_SEED_BASE, build_object
+    from kinemesh.synth.categories import CATEGORIES
 
     def objs(cats):
         out = []
@@ -340,8 +353,14 @@ def evaluate(cfg: ArticulationEvalConfig) -> Result:
         val = [(f"{c}/{i}", build_object(c, VALIDATION_SEED_BASE + i)) for c in seen + ["assembly"]
                for i in range(cfg.n_objects)]
         rng = np.random.default_rng(123)
+        held = [(f"{c}/{i}", build_object(c, VALIDATION_SEED_BASE + i)) for c in HOLDOUT_CATEGORIES
+                for i in range(cfg.n_objects)]
         sections = [(f"validation: training categories and assemblies, seeds {VALIDATION_SEED_BASE}+", val, None),
-                    ("validation: the same objects realism-augmented", [(n, augment(o, rng)) for n, o in val], None)]
+                    ("validation: the same objects realism-augmented", [(n, augment(o, rng)) for n, o in val], None),
+                    # other instances (seeds below the test's) of the categories no training data comes from:
+                    # the one validation measure of reading a category never trained on
+                    (f"validation: held-out categories ({', '.join(HOLDOUT_CATEGORIES)}), seeds "
+                     f"{VALIDATION_SEED_BASE}+", held, None)]
     if not cfg.validation and not cfg.no_unlike:
         from kinemesh.synth.unlike import UNLIKE_CATEGORIES, build_unlike
 
@@ -355,12 +374,7 @@ def evaluate(cfg: ArticulationEvalConfig) -> Result:
         real_val = load_real_objects(cfg.real_val, validation_only=True)
         sections.append((f"real validation split ({len(real_val)} objects of {cfg.real_val}, CRC32 of the id, 20%)",
                          real_val, "object"))
-    rows = []
-    for title, objects, breakdown in sections:
-        for name, obj in tqdm(objects, desc=title[:30], unit="obj"):
-            rows += [{"section": title, "breakdown": None if cfg.only_motion else breakdown, **r} for r in
-                     object_rows(name, obj, {} if cfg.only_motion else methods, cfg.seed, clouds=cfg.clouds)]
-    return Result(rows, {"weights": str(wdir)}, seconds=time.time() - t_start)
+    return sections
 
 
 def render(rows: list[dict]) -> str:
