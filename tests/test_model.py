@@ -164,7 +164,13 @@ def test_skin_points_equals_blend_then_apply_float64(flip):
     ref = dualquat.apply(dualquat.blend(dq[:, None], w.expand(4, -1, -1)), pts)
     for pivot in (None, w[0].argmax(-1)):
         assert torch.allclose(skin_points(dq, w, pts, pivot), ref, atol=1e-12)
+        assert torch.allclose(skin_points(dq, w.expand(4, -1, -1), pts, pivot), ref, atol=1e-12)  # per-row weights
         assert torch.allclose(dualquat.apply(skin_blend(dq, w, pivot), pts), ref, atol=1e-12)
+    # the per-coordinate planes differentiate like the reference (bind's backward passes go through them)
+    d = dq.clone().requires_grad_()
+    g_new = torch.autograd.grad((skin_points(d, w, pts) ** 2).sum(), d)[0]
+    g_ref = torch.autograd.grad((dualquat.apply(dualquat.blend(d[:, None], w.expand(4, -1, -1)), pts) ** 2).sum(), d)[0]
+    assert torch.allclose(g_new, g_ref, atol=1e-10)
 
 
 @pytest.mark.parametrize("head", ["dq_skinning", "per_point_dq", "displacement"])
