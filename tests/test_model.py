@@ -360,3 +360,43 @@ def test_token_cache_reuses_decoded_states_without_gradients_float64(monkeypatch
     with inst.token_cache():
         inst.points(z)  # gradients on: the network
     assert calls == [3, 1, 3] and inst._dq_cache is None
+
+
+def test_single_precision_decodes_close_to_float64_and_keeps_gradients_and_caches_apart():
+    """``single_precision``: decodes without gradients run a float32 copy of the network (within float32
+    round-off of float64's points), decodes with gradients stay float64, the token cache keeps the two apart, and
+    the float32 copy follows in-place weight updates."""
+    from kinemesh.model.api import float32_copy
+
+    v, f = _hinged_box()
+    model = _tiny_model().to(dtype=torch.float64)
+    inst = model.instance(v, f, n_points=96, seed=0)
+    z = inst.prior_sample(3, seed=4)
+    with torch.no_grad():
+        ref_p, ref_v = inst.points(z), inst.vertices(z)
+    with inst.token_cache(), inst.single_precision():
+        with torch.no_grad():
+            p32, v32 = inst.points(z), inst.vertices(z)
+        zg = z.clone().requires_grad_()
+        pg = inst.points(zg)  # with gradients: the float64 network
+        assert torch.equal(pg.detach(), ref_p)
+        assert pg.dtype == torch.float64 and pg.requires_grad
+        with torch.no_grad():  # a double-precision decode after single ones is not served from their cache
+            inst._single, saved = None, inst._single
+            assert torch.equal(inst.points(z), ref_p)
+            inst._single = saved
+    assert inst._single is None  # the context is left
+    assert p32.dtype == torch.float64
+    size = float((ref_p.amax((0, 1)) - ref_p.amin((0, 1))).max())
+    err = float((p32 - ref_p).abs().max()) / size
+    assert 0 < err < 1e-5, err
+    assert float((v32 - ref_v).abs().max()) / size < 1e-5
+    # the float32 copy is kept per network and redone after an in-place update
+    dec = model.net.decoder
+    c1 = float32_copy(dec)
+    assert float32_copy(dec) is c1
+    with torch.no_grad():
+        next(dec.parameters()).add_(1e-3)
+    c2 = float32_copy(dec)
+    assert c2 is not c1
+    assert torch.equal(next(c2.parameters()), next(dec.parameters()).float())

@@ -25,6 +25,7 @@ from kinemesh.dynamics.boundary import impulse_velocity, solve_positions, solve_
 from kinemesh.dynamics.eom import kinematics, mass_matrix, spd_solve
 from kinemesh.dynamics.integrators import INTEGRATORS, Rollout, integrate
 from kinemesh.dynamics.floating import FloatingDecoder, held_base
+from kinemesh.dynamics.surrogate import single_precision
 from kinemesh.dynamics.system import (Floor, PartContacts, PointForce, Spring, State, System, Wind, make_handles,
                                       object_size, part_contacts)
 from kinemesh.errors import ConfigError
@@ -553,7 +554,10 @@ def simulate_mesh(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simula
         t2 = time.perf_counter()
         q_all = np.concatenate([lead, roll.q]) if len(lead) else roll.q
         offset = rest_offset(system.decoder, system.q_rest) if rest_correction else None
-        frames = decode_vertices(system.decoder, q_all, rest_offset=offset)
+        # float32 output vertices: the transformer in float32 too (``single_precision``), which also reuses the
+        # token transforms of the frames ``distilled`` checked in that precision
+        with single_precision(system.decoder):
+            frames = decode_vertices(system.decoder, q_all, rest_offset=offset)
         t3 = time.perf_counter()
     info.update(rest_correction=bool(rest_correction), setup_s=t1 - t0, simulate_s=t2 - t1, decode_s=t3 - t2, energy_drift=roll.energy_drift,
                 step_warnings=roll.warnings, substeps_final=int(roll.substeps[-1]) if len(roll.substeps) > 1
