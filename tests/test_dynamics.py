@@ -196,6 +196,27 @@ def test_step_is_functional_and_time_reversible():
     assert torch.allclose(back.q, s0.q, atol=1e-8) and torch.allclose(-back.qd, s0.qd, atol=1e-7)
 
 
+def test_midpoint_newton_stops_within_its_tolerance_of_the_converged_step_float64():
+    """The implicit solve stops once the error its contraction rate predicts is within ``tol`` (Hairer & Wanner
+    IV.8): the accepted step lies within ``tol`` of the midpoint equations solved to round-off by a plain
+    fixed-point iteration qd1 <- qd0 + dt qdd(q0 + dt (qd0 + qd1) / 4, (qd0 + qd1) / 2)."""
+    from kinemesh.dynamics.integrators import step_midpoint
+
+    sysm = toy_system(stiffness=20.0)
+    for v in ([0.4, -0.2, 0.3], [3.0, -2.0, 1.5]):
+        q0, v0 = torch.tensor([0.3, 0.1, -0.2], dtype=torch.float64), torch.tensor(v, dtype=torch.float64)
+        for dt in (0.01, 1 / 30):
+            tol = 1e-6
+            s1 = step_midpoint(sysm, State(q0, v0), dt, tol=tol)
+            v1 = v0.clone()
+            for _ in range(300):
+                v1 = v0 + dt * acceleration(sysm, q0 + 0.25 * dt * (v0 + v1), 0.5 * (v0 + v1), 0.5 * dt)
+            q1 = q0 + 0.5 * dt * (v0 + v1)
+            scale = tol * (1.0 + float(q0.abs().max()))
+            assert float((s1.q - q1).abs().max()) <= scale
+            assert float(dt * (s1.qd - v1).abs().max()) <= scale
+
+
 def test_boundary_conditions_recover_planted_state():
     sysm = toy_system()
     dec = sysm.decoder
