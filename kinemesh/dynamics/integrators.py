@@ -274,12 +274,22 @@ def _runaway(system: System, state: State, limit: float) -> bool:
     return float(((state.q - system.prior_mean) * system.prior).abs().max()) > limit
 
 
-def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, substeps: int = 2,
+def default_substeps(integrator: str) -> int:
+    """Substeps per frame when none are asked for: ``surrogate.DISTILLED_SUBSTEPS`` (1) for ``distilled``, else 2."""
+    if integrator == "distilled":
+        from kinemesh.dynamics.surrogate import DISTILLED_SUBSTEPS
+
+        return DISTILLED_SUBSTEPS
+    return 2
+
+
+def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, substeps: int | None = None,
              integrator: str = "midpoint", max_halvings: int = 6, runaway_std: float | None = None,
              energy_check: bool = True, progress: bool = False, max_dq: float = 0.25,
              max_substeps: int = 512, radius: float | None = None, agree_tol: float | None = None,
              span: int | None = None) -> Rollout:
-    """Roll out ``n_frames`` frames (the first is ``state0``) at ``fps`` with ``substeps`` steps per frame.
+    """Roll out ``n_frames`` frames (the first is ``state0``) at ``fps`` with ``substeps`` steps per frame (None:
+    ``default_substeps(integrator)``).
 
     Stability guard: when a step is rejected (implicit solve not converging, non-finite or runaway state, or -
     for a system without external forces, where damping can only remove energy - total energy growing by more
@@ -304,6 +314,7 @@ def integrate(system: System, state0: State, n_frames: int, fps: float = 30.0, s
     """
     if runaway_std is None:
         runaway_std = system.barrier_radius + 9.0
+    substeps = default_substeps(integrator) if substeps is None else substeps
     if integrator == "distilled":  # the local integrator on a surrogate, checked against the network per block
         return integrate_distilled(system, state0, n_frames, fps, progress=progress, substeps=substeps,
                                    max_halvings=max_halvings, runaway_std=runaway_std, energy_check=energy_check,

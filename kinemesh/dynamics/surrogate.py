@@ -46,6 +46,10 @@ DISTILLED_RADIUS = 1.0
 DISTILLED_SAMPLES = 1.5
 """Decoded states per polynomial coefficient of the fit (the 2 k axis states included). 1.5 (was 2.0; k = 8: 68
 instead of 90 states): validation beams 0.0226 -> 0.0225 (bench/RESULTS_dynamics.md)."""
+DISTILLED_SUBSTEPS = 1
+"""Implicit-midpoint substeps per frame of ``distilled`` when none are asked for (the others take 2; the latent CFL
+bound and the stability guard add more where needed). 1 (was 2): validation beams 0.0225 -> 0.0222
+(bench/RESULTS_dynamics.md)."""
 DISTILLED_BLOCK = 8
 """Frames integrated on the surrogate between two checks against the network."""
 DISTILLED_GROUP = 4
