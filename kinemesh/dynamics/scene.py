@@ -238,7 +238,7 @@ def rest_state(system: System, n_handles: int = 128, seed: int = 0) -> tuple[tor
     ids = np.sort(rng.choice(n, size=min(n, n_handles), replace=False))
     h = make_handles(system.decoder, ids)
     return solve_positions(system, h, h.rest, q_init=torch.zeros(system.dim, dtype=torch.float64), n_starts=1,
-                           iters=12, reg=1e-6)
+                           iters=12, reg=1e-6, broyden=True)
 
 
 def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: SimulationSpec,
