@@ -223,12 +223,13 @@ class NeuralInstanceDecoder:
         return torch.stack([cache[key] for key in keys])
 
     def _single_now(self) -> bool:
-        return getattr(self, "_single", None) is not None and not torch.is_grad_enabled()
+        single = getattr(self, "_single", None)
+        return single is not None and (single[4] or not torch.is_grad_enabled())
 
     def _token_dq_net(self, zf: torch.Tensor) -> torch.Tensor:
         B = zf.shape[0]
         if self._single_now():  # ``single_precision``: the transformer in float32, its transforms back in dtype
-            dec, h, cond, pivots = self._single
+            dec, h, cond, pivots, _ = self._single
             z32 = zf.float()
             tokens = dec.latent_tokens(z32, h.expand(B, -1, -1), cond)
             return dec.token_transforms(tokens, pivots.expand(B, -1, -1), z32).to(self.dtype)
@@ -237,16 +238,18 @@ class NeuralInstanceDecoder:
         return dec.token_transforms(tokens, self._pivots.expand(B, -1, -1), zf).to(self.dtype)
 
     @contextlib.contextmanager
-    def single_precision(self):
+    def single_precision(self, gradients: bool = False):
         """Within this context, decodes without gradients run the transformer on a float32 copy of the network
         (``float32_copy``; ~2.6x faster per state than float64 on the CPU, token transforms within ~1e-7 of
-        float64's) and skin the points in this decoder's dtype as before; decodes with gradients are unchanged.
-        For the many states the ``distilled`` integrator decodes to fit and check its surrogate, whose tolerances
-        are ~1e-3 of the size, not for finite differences. dq_skinning head only (others: no effect)."""
+        float64's) and skin the points in this decoder's dtype as before; decodes with gradients are unchanged
+        unless ``gradients`` (then they differentiate through the float32 copy: the active subspace's Monte Carlo
+        estimate). For the many states the ``distilled`` integrator decodes to fit and check its surrogate, whose
+        tolerances are ~1e-3 of the size, not for finite differences. dq_skinning head only (others: no
+        effect)."""
         prev = getattr(self, "_single", None)
         if self.cfg.head == "dq_skinning" and self.dtype != torch.float32 and prev is None:
             self._single = (float32_copy(self.net.decoder), self._h.float(), self._cond.float(),
-                            self._pivots.float())
+                            self._pivots.float(), bool(gradients))
         try:
             yield self
         finally:
