@@ -417,3 +417,16 @@ def test_single_precision_with_gradients_differentiates_through_the_float32_copy
     assert p32.dtype == torch.float64 and g32.dtype == torch.float64
     assert not torch.equal(g32, g64)  # the float32 network ran
     assert float((g32 - g64).abs().max()) <= 1e-4 * float(g64.abs().max())
+
+
+def test_float64_instance_conditioning_from_the_float32_copy_is_close_to_float64():
+    """A float64 network's instance takes its prior mean, token features and skinning weights from the float32
+    copy (``float32_copy``); they stay within float32 round-off of the float64 network's, in float64."""
+    v, f = _hinged_box()
+    model = _tiny_model().to(dtype=torch.float64)
+    inst = model.instance(v, f, n_points=96, seed=0)
+    with torch.no_grad():
+        mu, h = model.net.prior(inst._qn[None])
+    assert inst.mu_cond.dtype == torch.float64 and inst._h.dtype == torch.float64
+    assert not torch.equal(inst.mu_cond, mu[0])
+    assert torch.allclose(inst.mu_cond, mu[0], atol=1e-5) and torch.allclose(inst._h, h, atol=1e-5)
