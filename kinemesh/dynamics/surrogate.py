@@ -92,6 +92,7 @@ class PolySurrogate:
         self.rest_points = decoder.rest_points
         self.rest_vertices = decoder.rest_vertices
         self._ef = exps.double()
+        self._ef_np, self._center_np = self._ef.numpy(), self.center.numpy()
         # derivative maps: d phi_f / d d_j = E_fj phi_(E_f - e_j) and d2 phi_f / d d_j d d_l
         # = E_fj (E_fl - delta_jl) phi_(E_f - e_j - e_l), both monomials of the (downward closed) list
         k, rows = exps.shape[1], {tuple(e): i for i, e in enumerate(exps.tolist())}
@@ -114,10 +115,11 @@ class PolySurrogate:
 
     points_nograd = points
 
-    def derivative_rows(self, q: torch.Tensor, U: torch.Tensor | None = None) -> np.ndarray:
+    def derivative_rows(self, q, U=None) -> np.ndarray:
         """(1 + k + r k, F) float64 numpy monomial rows of x, J and G at q (k,): x = R[0] C, J[i] = R[1 + i] C and
         G[r, i] = R[1 + k + r k + i] C = H[u_r, e_i] for the rows u_r of U (r, k) (None: r = 0), H = d2x/dq2."""
-        k, phi = q.shape[-1], self.features(q).numpy()
+        q = as_numpy(q)  # (numpy: the anchors of a rollout call this per frame)
+        k, phi = q.shape[-1], np.prod(((q - self._center_np) / self.radius) ** self._ef_np, axis=-1)
         rows = [phi[None], self._c1 * phi[self._i1] / self.radius]  # x, J
         if U is not None and len(U):  # G[r, i] = sum_j u_rj d2x / dq_j dq_i
             D2 = (self._c2 * phi[self._i2]).reshape(k, -1) / self.radius ** 2  # (k, k F)
