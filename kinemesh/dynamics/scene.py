@@ -562,7 +562,8 @@ def simulate_mesh(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simula
         t3 = time.perf_counter()
     info.update(rest_correction=bool(rest_correction), setup_s=t1 - t0, simulate_s=t2 - t1, decode_s=t3 - t2, energy_drift=roll.energy_drift,
                 step_warnings=roll.warnings, substeps_final=int(roll.substeps[-1]) if len(roll.substeps) > 1
-                else spec.substeps or default_substeps(info["integrator"]), lead_in_frames=int(len(lead)), anchors=roll.anchors,
+                else spec.substeps or default_substeps(info["integrator"]), lead_in_frames=int(len(lead)),
+                anchors=roll.anchors,
                 local_disagreement=roll.disagreement, exact_frames=roll.exact_frames)
     times = np.arange(spec.frames, dtype=np.float64) / spec.fps
     conditions = {k: (list(v) if isinstance(v, tuple) else v) for k, v in spec.__dict__.items()}
