@@ -196,6 +196,27 @@ def test_step_is_functional_and_time_reversible():
     assert torch.allclose(back.q, s0.q, atol=1e-8) and torch.allclose(-back.qd, s0.qd, atol=1e-7)
 
 
+def test_midpoint_newton_stops_within_its_tolerance_of_the_converged_step_float64():
+    """The implicit solve stops once the error its contraction rate predicts is within ``tol`` (Hairer & Wanner
+    IV.8): the accepted step lies within ``tol`` of the midpoint equations solved to round-off by a plain
+    fixed-point iteration qd1 <- qd0 + dt qdd(q0 + dt (qd0 + qd1) / 4, (qd0 + qd1) / 2)."""
+    from kinemesh.dynamics.integrators import step_midpoint
+
+    sysm = toy_system(stiffness=20.0)
+    for v in ([0.4, -0.2, 0.3], [3.0, -2.0, 1.5]):
+        q0, v0 = torch.tensor([0.3, 0.1, -0.2], dtype=torch.float64), torch.tensor(v, dtype=torch.float64)
+        for dt in (0.01, 1 / 30):
+            tol = 1e-6
+            s1 = step_midpoint(sysm, State(q0, v0), dt, tol=tol)
+            v1 = v0.clone()
+            for _ in range(300):
+                v1 = v0 + dt * acceleration(sysm, q0 + 0.25 * dt * (v0 + v1), 0.5 * (v0 + v1), 0.5 * dt)
+            q1 = q0 + 0.5 * dt * (v0 + v1)
+            scale = tol * (1.0 + float(q0.abs().max()))
+            assert float((s1.q - q1).abs().max()) <= scale
+            assert float(dt * (s1.qd - v1).abs().max()) <= scale
+
+
 def test_boundary_conditions_recover_planted_state():
     sysm = toy_system()
     dec = sysm.decoder
@@ -208,6 +229,28 @@ def test_boundary_conditions_recover_planted_state():
     assert torch.allclose(init.q0, q0, atol=1e-5), init.q0
     assert torch.allclose(init.qd0, qd0, atol=1e-5), init.qd0
     assert init.position_rms < 1e-6 and init.velocity_rms < 1e-6
+
+
+def test_position_solve_with_broyden_jacobian_updates_reaches_the_same_state_float64():
+    """``solve_positions(broyden=True)`` (the rest-state solve): the residual Jacobian decoded once at the start and
+    then updated by Broyden's secant formula recovers a planted state like the solve that decodes it at every
+    trial, decoding one state per trial instead of 2 k + 1."""
+    from kinemesh.dynamics.boundary import solve_positions
+
+    sysm = toy_system()
+    q0 = torch.tensor([0.6, -0.3, 0.9], dtype=torch.float64)
+    h = make_handles(sysm.decoder, np.arange(0, 40, 3))
+    target = h.positions(kinematics(sysm, q0).x, sysm.decoder.rest_points)
+    calls = []
+    points = sysm.decoder.points
+    sysm.decoder.points = lambda q: calls.append(len(q)) or points(q)
+    q_b, err_b = solve_positions(sysm, h, target, n_starts=1, iters=40, reg=1e-10, broyden=True)
+    rows_b, calls[:] = sum(calls), []
+    q_n, err_n = solve_positions(sysm, h, target, n_starts=1, iters=40, reg=1e-10)
+    rows_n = sum(calls)
+    assert torch.allclose(q_b, q0, atol=1e-5) and err_b < 1e-6, (q_b, err_b)
+    assert torch.allclose(q_b, q_n, atol=1e-5)
+    assert rows_b < rows_n / 2, (rows_b, rows_n)
 
 
 def test_impulse_gives_momentum_and_handle_errors():

@@ -105,7 +105,8 @@ def test_distilled_rollout_agrees_with_the_network_rollout_on_toy_cabinet(monkey
     """The lid falls under gravity while the drawer slides (tanh joints that saturate within one std, so a cubic
     in a ball of 0.1, not the beam's quadratic in 1 std): the rollout on surrogates refit as the state moves on
     stays within 3.5 % of the motion of the network's converged implicit-midpoint rollout (measured 2.9 %; the
-    network's own 2-substep rollout is off by 2.1 %), and every kept frame agrees within the tolerance."""
+    network's own 2-substep rollout is off by 2.1 %), and every kept frame agrees within the tolerance. At 2
+    substeps per frame like the network's (with ``distilled``'s default of 1 the time step adds to it: 4.2 %)."""
     from kinemesh.dynamics import surrogate
 
     monkeypatch.setattr(surrogate, "DISTILLED_RADIUS", 0.1)
@@ -114,13 +115,31 @@ def test_distilled_rollout_agrees_with_the_network_rollout_on_toy_cabinet(monkey
     s0 = State(torch.tensor([0.1, -0.2]), torch.tensor([0.6, 0.5]))
     ref = integrate(cabinet_system(**kw), s0, 46, fps=30.0, substeps=32, integrator="midpoint")
     sysm = cabinet_system(**kw)
-    out = integrate(sysm, s0, 46, fps=30.0, integrator="distilled")
+    out = integrate(sysm, s0, 46, fps=30.0, substeps=2, integrator="distilled")
     with torch.no_grad():
         xr, xd = sysm.decoder.points(torch.as_tensor(ref.q)), sysm.decoder.points(torch.as_tensor(out.q))
     motion = float((xr - xr[0]).norm(dim=-1).max())
     assert motion > 0.9 and float((xd - xr).norm(dim=-1).max()) < 0.035 * motion
     assert out.surrogate_fits >= 5 and out.fallback_frames < 45
     assert 0 < out.disagreement <= 0.005 and len(out.q) == 46 and np.all(np.diff(out.times) > 0)
+
+
+def test_distilled_takes_one_substep_per_frame_unless_asked(monkeypatch):
+    """``distilled`` defaults to ``DISTILLED_SUBSTEPS`` = 1 substep per frame (``SimulationSpec.substeps`` None), the
+    others to 2; an explicit count is kept."""
+    from kinemesh.dynamics import surrogate
+    from kinemesh.dynamics.integrators import default_substeps
+    from kinemesh.dynamics.scene import SimulationSpec
+
+    assert SimulationSpec().substeps is None
+    assert default_substeps("distilled") == surrogate.DISTILLED_SUBSTEPS == 1 and default_substeps("midpoint") == 2
+    monkeypatch.setattr(surrogate, "DISTILLED_RADIUS", 0.1)
+    monkeypatch.setattr(surrogate, "DISTILLED_DEGREE", 3)
+    kw = dict(stiffness=2.0, damping_mass=0.2, barrier_stiffness=20.0, barrier_radius=1.0)
+    s0 = State(torch.tensor([0.1, -0.2]), torch.tensor([0.3, 0.2]))
+    one = integrate(cabinet_system(**kw), s0, 9, fps=30.0, integrator="distilled")
+    two = integrate(cabinet_system(**kw), s0, 9, fps=30.0, substeps=2, integrator="distilled")
+    assert one.substeps[1:].min() == 1 and two.substeps[1:].min() == 2
 
 
 def test_distilled_block_redone_with_the_network_where_the_surrogate_disagrees():

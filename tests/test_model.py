@@ -164,7 +164,14 @@ def test_skin_points_equals_blend_then_apply_float64(flip):
     ref = dualquat.apply(dualquat.blend(dq[:, None], w.expand(4, -1, -1)), pts)
     for pivot in (None, w[0].argmax(-1)):
         assert torch.allclose(skin_points(dq, w, pts, pivot), ref, atol=1e-12)
+        assert torch.allclose(skin_points(dq, w.expand(4, -1, -1), pts, pivot), ref, atol=1e-12)  # per-row weights
         assert torch.allclose(dualquat.apply(skin_blend(dq, w, pivot), pts), ref, atol=1e-12)
+    # the per-coordinate planes differentiate like the reference (bind's backward passes go through them)
+    d = dq.clone().requires_grad_()
+    g_new = torch.autograd.grad((skin_points(d, w, pts) ** 2).sum(), d)[0]
+    x_ref = dualquat.apply(dualquat.blend(d[:, None], w.expand(4, -1, -1)), pts)
+    g_ref = torch.autograd.grad((x_ref ** 2).sum(), d)[0]
+    assert torch.allclose(g_new, g_ref, atol=1e-10)
 
 
 @pytest.mark.parametrize("head", ["dq_skinning", "per_point_dq", "displacement"])
@@ -354,3 +361,73 @@ def test_token_cache_reuses_decoded_states_without_gradients_float64(monkeypatch
     with inst.token_cache():
         inst.points(z)  # gradients on: the network
     assert calls == [3, 1, 3] and inst._dq_cache is None
+
+
+def test_single_precision_decodes_close_to_float64_and_keeps_gradients_and_caches_apart():
+    """``single_precision``: decodes without gradients run a float32 copy of the network (within float32
+    round-off of float64's points), decodes with gradients stay float64, the token cache keeps the two apart, and
+    the float32 copy follows in-place weight updates."""
+    from kinemesh.model.api import float32_copy
+
+    v, f = _hinged_box()
+    model = _tiny_model().to(dtype=torch.float64)
+    inst = model.instance(v, f, n_points=96, seed=0)
+    z = inst.prior_sample(3, seed=4)
+    with torch.no_grad():
+        ref_p, ref_v = inst.points(z), inst.vertices(z)
+    with inst.token_cache(), inst.single_precision():
+        with torch.no_grad():
+            p32, v32 = inst.points(z), inst.vertices(z)
+        zg = z.clone().requires_grad_()
+        pg = inst.points(zg)  # with gradients: the float64 network
+        assert torch.equal(pg.detach(), ref_p)
+        assert pg.dtype == torch.float64 and pg.requires_grad
+        with torch.no_grad():  # a double-precision decode after single ones is not served from their cache
+            inst._single, saved = None, inst._single
+            assert torch.equal(inst.points(z), ref_p)
+            inst._single = saved
+    assert inst._single is None  # the context is left
+    assert p32.dtype == torch.float64
+    size = float((ref_p.amax((0, 1)) - ref_p.amin((0, 1))).max())
+    err = float((p32 - ref_p).abs().max()) / size
+    assert 0 < err < 1e-5, err
+    assert float((v32 - ref_v).abs().max()) / size < 1e-5
+    # the float32 copy is kept per network and redone after an in-place update
+    dec = model.net.decoder
+    c1 = float32_copy(dec)
+    assert float32_copy(dec) is c1
+    with torch.no_grad():
+        next(dec.parameters()).add_(1e-3)
+    c2 = float32_copy(dec)
+    assert c2 is not c1
+    assert torch.equal(next(c2.parameters()), next(dec.parameters()).float())
+
+
+def test_single_precision_with_gradients_differentiates_through_the_float32_copy():
+    """``single_precision(gradients=True)`` (the active subspace's Monte Carlo passes): decodes with gradients run
+    the float32 copy too, and their vector-Jacobian products match float64's to float32 round-off."""
+    v, f = _hinged_box()
+    model = _tiny_model().to(dtype=torch.float64)
+    inst = model.instance(v, f, n_points=96, seed=0)
+    z = inst.prior_sample(2, seed=5).requires_grad_()
+    w = torch.randn(2, 96, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    (g64,) = torch.autograd.grad((inst.points(z) * w).sum(), z)
+    with inst.single_precision(gradients=True):
+        p32 = inst.points(z)
+        (g32,) = torch.autograd.grad((p32 * w).sum(), z)
+    assert p32.dtype == torch.float64 and g32.dtype == torch.float64
+    assert not torch.equal(g32, g64)  # the float32 network ran
+    assert float((g32 - g64).abs().max()) <= 1e-4 * float(g64.abs().max())
+
+
+def test_float64_instance_conditioning_from_the_float32_copy_is_close_to_float64():
+    """A float64 network's instance takes its prior mean, token features and skinning weights from the float32
+    copy (``float32_copy``); they stay within float32 round-off of the float64 network's, in float64."""
+    v, f = _hinged_box()
+    model = _tiny_model().to(dtype=torch.float64)
+    inst = model.instance(v, f, n_points=96, seed=0)
+    with torch.no_grad():
+        mu, h = model.net.prior(inst._qn[None])
+    assert inst.mu_cond.dtype == torch.float64 and inst._h.dtype == torch.float64
+    assert not torch.equal(inst.mu_cond, mu[0])
+    assert torch.allclose(inst.mu_cond, mu[0], atol=1e-5) and torch.allclose(inst._h, h, atol=1e-5)

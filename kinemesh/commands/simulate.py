@@ -87,7 +87,8 @@ def add_simulation_arguments(p) -> None:
     t = p.add_argument_group("integration")
     t.add_argument("--frames", type=number(int, 1, 100000), default=120, help="output frames (default 120)")
     t.add_argument("--fps", type=number(float, 0, 1000, lo_open=True), default=30.0, help="output frame rate (default 30)")
-    t.add_argument("--substeps", type=number(int, 1, 10000), default=2, help="integrator steps per frame (default 2; more are "
+    t.add_argument("--substeps", type=number(int, 1, 10000), default=None,
+                   help="integrator steps per frame (default 2, 1 for distilled; more are "
                    "taken automatically, with a warning, when a step is unstable)")
     t.add_argument("--integrator", default="auto", choices=["auto", "midpoint", "rk4", "local", "distilled"],
                    help="auto (default): local for articulated objects, distilled for elastic ones, midpoint for "

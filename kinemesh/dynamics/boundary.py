@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from kinemesh.dynamics.eom import kinematics, mass_matrix, spd_solve
+from kinemesh.dynamics.eom import Kinematics, decoder_dtype, kinematics, mass_matrix, spd_solve
 from kinemesh.dynamics.system import Handles, System, object_size
 from kinemesh.errors import ConfigError
 
@@ -42,7 +42,8 @@ class InitialState:
 
 def solve_positions(system: System, handles: Handles, targets, q_init=None, n_starts: int = 3,
                     iters: int = 40, reg: float = 1e-4, seed: int = 0,
-                    least_motion: float = 0.0, polish: bool = False) -> tuple[torch.Tensor, float]:
+                    least_motion: float = 0.0, polish: bool = False,
+                    broyden: bool = False) -> tuple[torch.Tensor, float]:
     """q (k,) whose handles best reach ``targets`` (h, 3) metres, and the RMS residual (m).
 
     Levenberg-Marquardt on r(q) = x_h(q) - targets plus sqrt(reg) * size * (q - q_rest) and the soft barrier
@@ -53,6 +54,12 @@ def solve_positions(system: System, handles: Handles, targets, q_init=None, n_st
     (drags): then up to ``PROX_STAGES`` solves with the Tikhonov term centred on the previous answer instead
     of q_rest, which close the gap that term leaves (comment in the code); not for fits of a whole shape (the
     rest state), where it would move weakly determined coordinates to fit small residuals.
+
+    ``broyden``: the residual Jacobian is decoded (``kinematics``, 2 k + 1 states by central differences) at each
+    start only and then follows the accepted steps by Broyden's update J += ((r_new - r - J s) s^T) / (s^T s)
+    (Broyden 1965; Nocedal & Wright, Numerical Optimization, 2nd ed., Eq. 11.27), so a trial step decodes one
+    state instead of 2 k + 1 (the rest state: 38 instead of 85 network rows on the bench beam, with the
+    Jacobian decoded again at the answer by whoever needs it).
     """
     targets = torch.as_tensor(np.asarray(targets, dtype=np.float64)).reshape(-1, 3)
     if targets.shape[0] != len(handles):
@@ -91,16 +98,31 @@ def solve_positions(system: System, handles: Handles, targets, q_init=None, n_st
         excess = ((q - mu).abs() - r_b).clamp_min(0.0) * system.prior  # (the network's coordinates)
         return r, Jh, excess
 
+    def residual(q, x):  # cost_terms without the Jacobian: (r, excess) from the points x only
+        r = (handles.positions(x, rp) - targets).reshape(-1)
+        if least_motion > 0:
+            r = torch.cat([r, (w_m * (x - x_rest)).reshape(-1)])
+        return r, ((q - mu).abs() - r_b).clamp_min(0.0) * system.prior
+
     def cost(q, kin, centre):
-        r, _, excess = cost_terms(q, kin)
+        r, excess = residual(q, kin.x)
         return float(r @ r + lam_reg * ((q - centre) ** 2).sum() + w_b * (excess ** 2).sum())
+
+    decode = getattr(system.decoder, "points_nograd", system.decoder.points)
+
+    def points_only(q):  # the trial state's points (a Kinematics without J), one decoded state
+        with torch.no_grad():
+            return Kinematics(x=decode(q.to(decoder_dtype(system))[None])[0].double(), J=None)
 
     def descend(q, centre):  # damped Gauss-Newton on ``cost`` from q; (q, kin, cost)
         kin = kinematics(system, q)
         c = cost(q, kin, centre)
         damping = 1e-3
         for _ in range(iters):
-            r, Jh, excess = cost_terms(q, kin)
+            if kin.J is not None:  # a decoded Jacobian (the start; every state without ``broyden``)
+                r, Jh, excess = cost_terms(q, kin)
+            else:
+                r, excess = residual(q, kin.x)
             wb = w_b * (excess > 0).double()
             A = Jh.T @ Jh + lam_reg * torch.eye(k, dtype=torch.float64) + torch.diag(wb)
             g = Jh.T @ r + lam_reg * (q - centre) + wb * excess * torch.sign(q - mu)
@@ -108,9 +130,12 @@ def solve_positions(system: System, handles: Handles, targets, q_init=None, n_st
             for _ in range(8):
                 dq = -spd_solve(A + damping * (torch.diag(torch.diag(A)) + 1e-12 * torch.eye(k, dtype=A.dtype)), g)
                 qn = q + dq
-                kn = kinematics(system, qn)
+                kn = points_only(qn) if broyden else kinematics(system, qn)
                 cn = cost(qn, kn, centre)
                 if np.isfinite(cn) and cn < c:
+                    if broyden:  # secant update of the residual Jacobian along the accepted step
+                        rn = residual(qn, kn.x)[0]
+                        Jh = Jh + torch.outer(rn - r - Jh @ dq, dq) / float(dq @ dq)
                     q, kin, improved = qn, kn, True
                     damping = max(damping / 3.0, 1e-9)
                     rel = (c - cn) / max(c, 1e-300)

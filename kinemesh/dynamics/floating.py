@@ -19,6 +19,7 @@ import math
 import numpy as np
 import torch
 
+from kinemesh.dynamics.system import as_numpy
 from kinemesh.errors import ConfigError
 
 RIGID_DIMS = 6
@@ -72,7 +73,11 @@ def rotation_derivatives(theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
     axis-angle vector theta (3,) rad, exact (float64): with R = I + a(s) K + b(s) K^2, s = |theta|^2,
     K = sum_a theta_a K_a, dR_a = 2 theta_a (a' K + b' K^2) + a K_a + b (K_a K + K K_a), and d2R_ab by the
     product rule once more (``_rodrigues_coefficients``)."""
-    th = theta.detach().double().cpu().numpy()
+    return tuple(torch.from_numpy(a) for a in _rotation_derivatives(theta.detach().double().cpu().numpy()))
+
+
+def _rotation_derivatives(th: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``rotation_derivatives`` on a float64 numpy theta (3,), results numpy."""
     a, a1, a2, b, b1, b2 = _rodrigues_coefficients(float(th @ th))
     K = (th @ _KA.reshape(3, 9)).reshape(3, 3)
     K2, S = K @ K, _KA @ K + K @ _KA  # S_a = K_a K + K K_a
@@ -81,7 +86,7 @@ def rotation_derivatives(theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
     dR = 2 * th[:, None, None] * C1 + a * _KA + b * S
     d2R = (2 * np.eye(3)[:, :, None, None] * C1 + 4 * np.outer(th, th)[:, :, None, None] * C2
            + 2 * th[:, None, None, None] * C3[None] + 2 * th[None, :, None, None] * C3[:, None] + b * _KAKB)
-    return torch.from_numpy(R), torch.from_numpy(dR), torch.from_numpy(d2R)
+    return R, dR, d2R
 
 
 class FloatingDecoder:
@@ -104,6 +109,7 @@ class FloatingDecoder:
         self.rest_points = decoder.rest_points
         self.rest_vertices = decoder.rest_vertices
         self.center = decoder.rest_points.detach().mean(0)
+        self._centre64 = self.center.double().numpy()  # (``derivative_coefs``)
         self.elastic_mask = torch.arange(self.latent_dim) < self.k_latent
 
     def _rigid(self, q: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -136,16 +142,17 @@ class FloatingDecoder:
         K[b] = sum_s T_s (x) A[b, s] over T = (R, dR_a, d2R_ab), where x: R phi, latent i: R phi_i, theta_a:
         dR_a phi, t_a: tau = e_a; H[e_i, e_j] -> R, H[e_i, theta_a] -> dR_a phi_i, H[theta_a, theta_b] -> d2R_ab
         phi, translation rows 0. float64."""
-        kl, q = self.k_latent, q.detach().double()
-        U = torch.zeros(0, kl + RIGID_DIMS, dtype=torch.float64) if U is None else U.double()
-        Ul, Ut, r, k = U[:, :kl].numpy(), U[:, kl:kl + 3].numpy(), len(U), kl + RIGID_DIMS
-        Phi = self.decoder.derivative_rows(q[:kl], U[:, :kl])  # (1 + kl + r kl, F)
+        kl, k = self.k_latent, self.k_latent + RIGID_DIMS
+        q = as_numpy(q)  # numpy from here on (a few us per small op instead of torch's tens)
+        U = np.zeros((0, k)) if U is None else as_numpy(U)
+        Ul, Ut, r = U[:, :kl], U[:, kl:kl + 3], len(U)
+        Phi = self.decoder.derivative_rows(q[:kl], Ul)  # (1 + kl + r kl, F)
         y, Jy, Gy = Phi[0], Phi[1:kl + 1], Phi[kl + 1:].reshape(r, kl, Phi.shape[1])
-        R, dR, d2R = (a.numpy() for a in rotation_derivatives(q[kl:kl + 3]))
+        R, dR, d2R = _rotation_derivatives(q[kl:kl + 3])
         T = np.concatenate([R[None], dR, d2R.reshape(9, 3, 3)])  # (13, 3, 3): R, dR_a (1 + a), d2R_ab (4 + 3a + b)
         A, tau = np.zeros((1 + k + r * k, 13, len(y))), np.zeros((1 + k + r * k, 3))
         ar = np.arange(3)
-        A[0, 0], tau[0] = y, self.center.double().numpy() + q[kl + 3:].numpy()
+        A[0, 0], tau[0] = y, self._centre64 + q[kl + 3:]
         A[1:kl + 1, 0] = Jy
         A[1 + kl + ar, 1 + ar] = y
         tau[kl + 4:kl + 7] = np.eye(3)

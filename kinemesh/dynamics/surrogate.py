@@ -26,6 +26,7 @@ coordinates stay exact (``with_surrogate``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import logging
@@ -45,6 +46,10 @@ DISTILLED_RADIUS = 1.0
 DISTILLED_SAMPLES = 1.5
 """Decoded states per polynomial coefficient of the fit (the 2 k axis states included). 1.5 (was 2.0; k = 8: 68
 instead of 90 states): validation beams 0.0226 -> 0.0225 (bench/RESULTS_dynamics.md)."""
+DISTILLED_SUBSTEPS = 1
+"""Implicit-midpoint substeps per frame of ``distilled`` when none are asked for (the others take 2; the latent CFL
+bound and the stability guard add more where needed). 1 (was 2): validation beams 0.0225 -> 0.0222
+(bench/RESULTS_dynamics.md)."""
 DISTILLED_BLOCK = 8
 """Frames integrated on the surrogate between two checks against the network."""
 DISTILLED_GROUP = 4
@@ -87,6 +92,7 @@ class PolySurrogate:
         self.rest_points = decoder.rest_points
         self.rest_vertices = decoder.rest_vertices
         self._ef = exps.double()
+        self._ef_np, self._center_np = self._ef.numpy(), self.center.numpy()
         # derivative maps: d phi_f / d d_j = E_fj phi_(E_f - e_j) and d2 phi_f / d d_j d d_l
         # = E_fj (E_fl - delta_jl) phi_(E_f - e_j - e_l), both monomials of the (downward closed) list
         k, rows = exps.shape[1], {tuple(e): i for i, e in enumerate(exps.tolist())}
@@ -109,10 +115,11 @@ class PolySurrogate:
 
     points_nograd = points
 
-    def derivative_rows(self, q: torch.Tensor, U: torch.Tensor | None = None) -> np.ndarray:
+    def derivative_rows(self, q, U=None) -> np.ndarray:
         """(1 + k + r k, F) float64 numpy monomial rows of x, J and G at q (k,): x = R[0] C, J[i] = R[1 + i] C and
         G[r, i] = R[1 + k + r k + i] C = H[u_r, e_i] for the rows u_r of U (r, k) (None: r = 0), H = d2x/dq2."""
-        k, phi = q.shape[-1], self.features(q).numpy()
+        q = as_numpy(q)  # (numpy: the anchors of a rollout call this per frame)
+        k, phi = q.shape[-1], np.prod(((q - self._center_np) / self.radius) ** self._ef_np, axis=-1)
         rows = [phi[None], self._c1 * phi[self._i1] / self.radius]  # x, J
         if U is not None and len(U):  # G[r, i] = sum_j u_rj d2x / dq_j dq_i
             D2 = (self._c2 * phi[self._i2]).reshape(k, -1) / self.radius ** 2  # (k, k F)
@@ -153,9 +160,17 @@ class PolySurrogate:
         return getattr(self.decoder, name)
 
 
+def single_precision(decoder):
+    """The network's ``single_precision`` context (float32 transformer for decodes without gradients) of
+    ``decoder`` or the decoder it wraps, else a null context."""
+    ctx = getattr(decoder, "single_precision", None)
+    return contextlib.nullcontext() if ctx is None else ctx()
+
+
 def _decode(decoder, Q: torch.Tensor) -> torch.Tensor:
-    """Network points (n, P, 3) float64 of states Q (n, k), one batched call without gradients."""
-    with torch.no_grad():
+    """Network points (n, P, 3) float64 of states Q (n, k), one batched call without gradients, the transformer in
+    float32 (``single_precision``: the fit and the checks judge errors of ~1e-3 of the size; float32 adds ~1e-7)."""
+    with torch.no_grad(), single_precision(decoder):
         return getattr(decoder, "points_nograd", decoder.points)(Q.to(dtype_of(decoder))).double()
 
 

@@ -9,7 +9,9 @@ forward mode.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +45,21 @@ def mesh_arrays(mesh) -> tuple[np.ndarray, np.ndarray]:
         return np.asarray(mesh.vertices, dtype=np.float64), np.asarray(mesh.faces, dtype=np.int64)
     vertices, faces = mesh
     return np.asarray(vertices, dtype=np.float64), np.asarray(faces, dtype=np.int64)
+
+_FLOAT32 = weakref.WeakKeyDictionary()
+"""network module -> (fingerprint of its parameters, float32 copy) of ``float32_copy``."""
+
+
+def float32_copy(module: torch.nn.Module) -> torch.nn.Module:
+    """A float32 copy of ``module`` (eval mode), kept per module until one of its parameters is replaced or updated
+    in place (fingerprint: storage and version counter of every parameter)."""
+    key = tuple((p.data_ptr(), p._version, p.dtype) for p in module.parameters())
+    hit = _FLOAT32.get(module)
+    if hit is None or hit[0] != key:
+        hit = (key, copy.deepcopy(module).float().eval())
+        _FLOAT32[module] = hit
+    return hit[1]
+
 
 PART_POINTS = 16
 """Sample points every part of a mesh bound with part ids receives at least (``sample_surface``'s
@@ -117,8 +134,14 @@ class NeuralInstanceDecoder:
         self.knn_idx, self.knn_w = knn_weights(pts, vertices, k=k, point_groups=point_groups,
                                                    vertex_groups=groups)
 
+        # the conditioning (prior encoder, skinning weights) of a float64 network runs on its float32 copy
+        # (``float32_copy``: the network was trained in float32; 2.5x faster on the CPU), results in float64
+        lowp = self.dtype == torch.float64
+        prior = float32_copy(net.prior) if lowp else net.prior
+        skin = float32_copy(net.decoder) if lowp else net.decoder
         with torch.no_grad():
-            mu, h = net.prior(self._qn[None])
+            qn = self._qn.float() if lowp else self._qn
+            mu, h = prior(qn[None])
             self.mu_cond = mu[0].to(self.dtype)
             self._h = h.to(self.dtype)
             if self.cfg.head == "dq_skinning":
@@ -127,7 +150,7 @@ class NeuralInstanceDecoder:
                 labels = torch.as_tensor(np.unique(point_groups, return_inverse=True)[1].reshape(1, -1)
                                          if rigid_parts else np.zeros((1, len(point_groups)), np.int64),
                                          device=self.device)
-                w = net.decoder.skin_weights(self._qn[None], self._h, labels).to(self.dtype)  # (1, P, K)
+                w = skin.skin_weights(qn[None], h, labels).to(self.dtype)  # (1, P, K)
                 self._weights = w
                 self._pivots = net.decoder.pivots(self._qn[None], w).to(self.dtype)  # (1, K, 3)
                 wv = torch.cat([to_vertices(w[0], self.knn_idx[s], self.knn_w[s]) for s in self._chunks()])
@@ -198,17 +221,45 @@ class NeuralInstanceDecoder:
         cache = getattr(self, "_dq_cache", None)
         if cache is None or torch.is_grad_enabled():
             return self._token_dq_net(zf)
-        keys = [r.tobytes() for r in zf.detach().cpu().numpy()]
+        tag = b"s" if self._single_now() else b"d"  # single- and double-precision results kept apart
+        keys = [tag + r.tobytes() for r in zf.detach().cpu().numpy()]
         miss = [i for i, key in enumerate(keys) if key not in cache]
         if miss:
             cache.update(zip([keys[i] for i in miss], self._token_dq_net(zf[miss])))
         return torch.stack([cache[key] for key in keys])
 
+    def _single_now(self) -> bool:
+        single = getattr(self, "_single", None)
+        return single is not None and (single[4] or not torch.is_grad_enabled())
+
     def _token_dq_net(self, zf: torch.Tensor) -> torch.Tensor:
         B = zf.shape[0]
+        if self._single_now():  # ``single_precision``: the transformer in float32, its transforms back in dtype
+            dec, h, cond, pivots, _ = self._single
+            z32 = zf.float()
+            tokens = dec.latent_tokens(z32, h.expand(B, -1, -1), cond)
+            return dec.token_transforms(tokens, pivots.expand(B, -1, -1), z32).to(self.dtype)
         dec = self.net.decoder
         tokens = dec.latent_tokens(zf, self._h.expand(B, -1, -1), self._cond)
         return dec.token_transforms(tokens, self._pivots.expand(B, -1, -1), zf).to(self.dtype)
+
+    @contextlib.contextmanager
+    def single_precision(self, gradients: bool = False):
+        """Within this context, decodes without gradients run the transformer on a float32 copy of the network
+        (``float32_copy``; ~2.6x faster per state than float64 on the CPU, token transforms within ~1e-7 of
+        float64's) and skin the points in this decoder's dtype as before; decodes with gradients are unchanged
+        unless ``gradients`` (then they differentiate through the float32 copy: the active subspace's Monte Carlo
+        estimate). For the many states the ``distilled`` integrator decodes to fit and check its surrogate, whose
+        tolerances are ~1e-3 of the size, not for finite differences. dq_skinning head only (others: no
+        effect)."""
+        prev = getattr(self, "_single", None)
+        if self.cfg.head == "dq_skinning" and self.dtype != torch.float32 and prev is None:
+            self._single = (float32_copy(self.net.decoder), self._h.float(), self._cond.float(),
+                            self._pivots.float(), bool(gradients))
+        try:
+            yield self
+        finally:
+            self._single = prev
 
     @contextlib.contextmanager
     def token_cache(self):
