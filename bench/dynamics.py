@@ -285,16 +285,22 @@ def main(argv=None) -> int:
 
         ball = trimesh.creation.icosphere(subdivisions=6, radius=0.15)
         vg, fg = (v0, f0) if args.real.is_dir() else (np.asarray(ball.vertices), np.asarray(ball.faces))
-        dec = bind(vg, fg, model.to(device="cuda"), n_points=args.points).decoder
-        q = torch.randn(args.gpu_batch * args.frames, 8, dtype=torch.float64).to(dec.mu_cond.device)
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        with torch.no_grad():
-            for i in range(0, len(q), args.gpu_batch):
-                dec.vertices(q[i:i + args.gpu_batch])
-        torch.cuda.synchronize()
-        print(f"GPU: {args.frames} batches of {args.gpu_batch} states ({len(vg)} vertices) decoded in "
-              f"{time.perf_counter() - t0:.2f} s\n")
+        q = torch.randn(args.gpu_batch * args.frames, 8, dtype=torch.float64)
+        times = {}
+        for device in ("cuda", "cpu"):  # the same states through the same bound decoder on both, side by side
+            dec = bind(vg, fg, model.to(device=device), n_points=args.points).decoder
+            qd = q.to(dec.mu_cond.device)
+            with torch.no_grad():
+                dec.vertices(qd[:args.gpu_batch])  # warm-up (CUDA kernels, caches)
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                for i in range(0, len(qd), args.gpu_batch):
+                    dec.vertices(qd[i:i + args.gpu_batch])
+                torch.cuda.synchronize()
+            times[device] = time.perf_counter() - t0
+        print(f"GPU: {args.frames} batches of {args.gpu_batch} latent states ({len(vg)} vertices) decoded in "
+              f"{times['cuda']:.2f} s on {torch.cuda.get_device_name(0)}, {times['cpu']:.2f} s on this machine's CPU "
+              f"({args.threads} torch threads): {times['cpu'] / times['cuda']:.1f}x\n")
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     return 0
 

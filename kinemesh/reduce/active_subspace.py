@@ -207,7 +207,7 @@ def outer_product_matrix(
     mu = decoder.mu_cond.detach()
     D = int(mu.shape[-1])
     L = getattr(decoder, "prior_factor", None)
-    L = None if L is None else torch.as_tensor(L).detach().to(mu.dtype)
+    L = None if L is None else torch.as_tensor(L).detach().to(mu.device, mu.dtype)
     rest = decoder.rest_points.detach()
     P = int(rest.shape[0])
     gen = torch.Generator().manual_seed(seed)
@@ -234,20 +234,21 @@ def _accumulate(decoder, C, mu, L, rest, P, gen, n_samples, batch, method, n_pro
     D, done = C.shape[0], 0
     while done < n_samples:
         b = min(batch, n_samples - done)
-        eps = torch.randn(b, D, generator=gen, dtype=mu.dtype)
+        # drawn on the CPU generator (the same samples on every device), then moved to the decoder's device
+        eps = torch.randn(b, D, generator=gen, dtype=mu.dtype).to(mu.device)
         u = (prior_scale * eps).requires_grad_(True)
         z = mu + (u if L is None else u @ L.T)
         pts = decoder.points(z)  # (b, P, 3)
         if method == "gradient":
             G = _deformation_norm(pts, rest)
             (g,) = torch.autograd.grad(G.sum(), u)
-            g = g.double()
+            g = g.double().cpu()
             C += g.T @ g
         else:
             for i in range(n_probes):
-                v = torch.randn(pts.shape, generator=gen, dtype=pts.dtype)
+                v = torch.randn(pts.shape, generator=gen, dtype=pts.dtype).to(pts.device)
                 (g,) = torch.autograd.grad(pts, u, grad_outputs=v, retain_graph=i < n_probes - 1)
-                g = g.double()
+                g = g.double().cpu()
                 C += (g.T @ g) / (n_probes * P)
         done += b
         if bar is not None:
@@ -305,8 +306,8 @@ def fit(
     idx = W.abs().argmax(0)
     W = W * torch.where(W[idx, torch.arange(k)] < 0, -1.0, 1.0)
     L = getattr(decoder, "prior_factor", None)
-    sub = Subspace(W, decoder.mu_cond.detach().float().clone(), evals.numpy(), method, n_samples,
-                   None if L is None else torch.as_tensor(L).detach().float().clone())
+    sub = Subspace(W, decoder.mu_cond.detach().float().cpu().clone(), evals.numpy(), method, n_samples,
+                   None if L is None else torch.as_tensor(L).detach().float().cpu().clone())  # kept on the CPU
     log.debug("active subspace (%s): k=%d of D=%d, explained %.4f", method, k, D, sub.explained)
     return sub
 
@@ -365,7 +366,7 @@ def fit_probes(decoder, probes, k_q: int | None = 8, explained: float = 0.99, ma
         extra = extra * torch.where(extra[extra.abs().argmax(0), torch.arange(prior_dims)] < 0, -1.0, 1.0)
         W = torch.cat([W, extra], 1)
         scale = torch.cat([scale, torch.ones(prior_dims, dtype=scale.dtype)])
-    return Subspace(W.float(), origin.float(), eigenvalues, "probes", len(probes),
+    return Subspace(W.float().cpu(), origin.float().cpu(), eigenvalues, "probes", len(probes),
                     None if L is None else torch.as_tensor(L).detach().float().cpu().clone(), scale.float())
 
 
