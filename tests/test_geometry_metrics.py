@@ -229,8 +229,10 @@ def test_axis_angle_error_is_sign_invariant():
 
 
 def test_axis_line_distance_skew_parallel_intersecting():
-    # x axis and a line along y through (0, 0, 2): skew, distance 2
-    assert metrics.axis_line_distance([0, 0, 0], [1, 0, 0], [5, 0, 2], [0, 3, 0]) == pytest.approx(2.0)
+    # x axis and a line along y through (0, 0, 2), given at points above each other: skew, distance 2
+    assert metrics.axis_line_distance([0, 0, 0], [1, 0, 0], [0, 0, 2], [0, 3, 0]) == pytest.approx(2.0)
+    # ... given at points 5 m apart along x: measured near them, not where the lines pass closest
+    assert metrics.axis_line_distance([0, 0, 0], [1, 0, 0], [5, 0, 2], [0, 3, 0]) == pytest.approx(np.hypot(2.5, 2))
     # parallel lines 0.5 apart (opposite directions and offset origins do not matter)
     assert metrics.axis_line_distance([0, 0, 0], [0, 0, 1], [0.3, 0.4, 7], [0, 0, -2]) == pytest.approx(0.5)
     # intersecting lines
@@ -299,3 +301,21 @@ def test_within_part_rigidity():
     ids2[:5] = -1
     v = metrics.within_part_rigidity(rest, np.stack([posed, posed]), ids2)
     assert v == pytest.approx(0.0, abs=1e-12)
+
+
+def test_axis_line_distance_is_the_separation_where_the_joint_is():
+    """Parallel lines: their separation; lines crossing at their given points: 0; skew perpendicular lines: the
+    common perpendicular; nearly parallel lines on opposite edges of a door: the door's width (the skew-line
+    formula |w . (d1 x d2)| / |d1 x d2| reads them a few centimetres apart)."""
+    axis_line_distance = metrics.axis_line_distance
+    z = [0.0, 0.0, 1.0]
+    assert axis_line_distance([0, 0, 0], z, [0.3, 0.4, 2.0], z) == pytest.approx(0.5, abs=1e-12)
+    assert axis_line_distance([0, 0, 0], [1, 0, 0], [0, 0, 0], [0, 1, 1]) == pytest.approx(0.0, abs=1e-12)
+    assert axis_line_distance([0, 0, 0], [1, 0, 0], [0, 0, 1], [0, 1, 0]) == pytest.approx(1.0, abs=1e-12)
+    tilt = [0.0, np.sin(np.radians(0.1)), np.cos(np.radians(0.1))]  # tilted towards the other line
+    d = axis_line_distance([-0.55, 0.2, 0.7], z, [-0.53, -0.2, 0.15], tilt)
+    assert d == pytest.approx(np.hypot(0.02, 0.4), abs=2e-3)
+    w = np.array([-0.53, -0.2, 0.15]) - np.array([-0.55, 0.2, 0.7])
+    cr = np.cross(z, tilt)
+    assert abs(w @ cr) / np.linalg.norm(cr) < 0.03  # what the skew-line formula gives
+    assert axis_line_distance([0, 0, 0], z, [0.3, 0.4, 2.0], [0, 0, -2.0]) == pytest.approx(0.5)  # sign, length
