@@ -4,7 +4,8 @@ Rows: held-out instances of the training categories, held-out categories, and (w
 PartNet-Mobility objects (static parts from their links, joints hidden from the predictor). Metrics per
 ground-truth non-root part: motion type (fixed / revolute / prismatic; continuous counts as revolute)
 precision and recall (macro over the three classes), axis angular error (deg, sign-invariant) on movable
-parts, origin error (distance between axis lines / object size) on revolute parts, parent accuracy.
+parts, origin error (distance between the axis lines near the joint, ``metrics.axis_line_distance``, / object
+size) on revolute parts, parent accuracy.
 From motion (ATOP stage 2): joints fitted to 6 random observed configurations (vertex correspondences).
 """
 
