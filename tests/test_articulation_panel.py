@@ -73,6 +73,17 @@ def test_tall_narrow_door_not_hinged_on_its_short_side():
     assert panel_hinge(door, body, [], np.array([0.0, 0.0, 1.0]), np.array([-0.01, 0.1, 0.4]), 0.8) == []
 
 
+def test_tall_door_with_its_handle_low_in_a_corner_hinges_on_the_far_long_side():
+    """A 40 x 80 cm door whose knob sits low near its -y edge (as far out along the height as across): only a
+    long side can carry its hinge, so the knob's side decides alone."""
+    body = _carcass()
+    door = _door([-0.05, -0.17, 0.1], [-0.02, -0.13, 0.14], y=(-0.2, 0.2))
+    lines = panel_hinge(door, body, [], np.array([0.0, 0.0, 1.0]), np.array([-0.01, -0.2, 0.4]), 0.8)
+    assert len(lines) == 1 and lines[0][2] == "handle"
+    axis, point, _ = lines[0]
+    assert axis_angle_error_deg(axis, [0, 0, 1]) < 1.0 and abs(point[1] - 0.2) < 1e-6  # the far long edge
+
+
 def _open_box():
     """An open-top box (x +-0.3, y +-0.2, z 0..0.3, 1 cm walls) and a zero-thickness flap hinged on its
     +y top edge, stored 45 degrees open (two triangles)."""

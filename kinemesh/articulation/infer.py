@@ -393,7 +393,9 @@ def panel_hinge(part: Part, parent: Part, attached: list[Part], axis: np.ndarray
        nearer one edge (``HANDLE``): the hinge is the opposite edge (a dishwasher door with its handle on
        top turns about its bottom edge, a cabinet door about the side away from its handle), unless that
        edge is the short side of a long panel (``LONG_SIDE``: a tall cabinet door with its handle on top
-       is hinged on a long side); only when ``axis`` lies in the panel's plane.
+       is hinged on a long side); when the panel's shape allows only one hinge orientation (a tall door: a
+       long side), the handle's offset across it decides alone (a handle low in a door's free corner);
+       only when ``axis`` lies in the panel's plane.
 
     Edge lines keep the predicted line's depth across the panel."""
     from kinemesh.articulation.candidates import part_box, perpendicular_axes
@@ -434,10 +436,15 @@ def panel_hinge(part: Part, parent: Part, attached: list[Part], axis: np.ndarray
         return box.axes[k].copy(), box.relative_point(rel), why
 
     if h is not None:
-        o = u if abs(hc[u]) >= abs(hc[v]) else v
-        k = v if o == u else u
-        if abs(hc[o]) >= HANDLE[1] and abs(hc[o]) - abs(hc[k]) >= HANDLE[2] and e[k] >= LONG_SIDE * e[o]:
-            return [edge(k, o, -np.sign(hc[o]), "handle")]
+        # hinge orientations a panel of this shape allows: along k, on an edge across o, with k the long side
+        # (or nearly); a handle far enough out along o (and, when both orientations are allowed, clearly further
+        # out than along k) names the opposite edge across o
+        allowed = [(k, o) for k, o in ((v, u), (u, v)) if e[k] >= LONG_SIDE * e[o]]
+        if len(allowed) == 2:
+            allowed = [(k, o) for k, o in allowed if abs(hc[o]) - abs(hc[k]) >= HANDLE[2]]
+        for k, o in allowed:
+            if abs(hc[o]) >= HANDLE[1]:
+                return [edge(k, o, -np.sign(hc[o]), "handle")]
     return []
 
 
