@@ -297,3 +297,28 @@ def test_distilled_grouped_checks_give_the_rollout_of_one_check_per_block(monkey
     # the same code run twice differs by up to 2.5e-8 here (cabinet: group 1 twice), grouped vs not by 3e-8
     np.testing.assert_allclose(b.q, a.q, rtol=0, atol=1e-6)
     np.testing.assert_allclose(b.qd, a.qd, rtol=0, atol=1e-5)
+
+
+def test_energies_on_a_surrogate_from_an_anchor_equal_the_point_form_float64():
+    """``eom.energies`` on a system with exact derivatives (a floating surrogate with gravity and a spring) takes a
+    first-order anchor instead of decoding: kinetic, potential and total equal the point form with the points and
+    their exact velocities xd = J qd (forward mode) to 1e-10 relative."""
+    from torch.func import jvp
+
+    from kinemesh.dynamics.eom import energies
+    from kinemesh.dynamics.surrogate import latent_decoder
+
+    from test_dynamics_local import floating_system
+
+    base = floating_system()
+    sysm = with_surrogate(base, fit(latent_decoder(base.decoder), torch.zeros(2, dtype=torch.float64), radius=0.3,
+                                    degree=3))
+    assert sysm.springs and float(sysm.gravity.abs().max()) > 0
+    gen = torch.Generator().manual_seed(7)
+    q, qd = 0.2 * torch.randn(8, generator=gen, dtype=torch.float64), torch.randn(8, generator=gen, dtype=torch.float64)
+    x, xd = jvp(sysm.decoder.points, (q,), (qd,))
+    a, b = energies(sysm, State(q, qd)), energies(sysm, State(q, qd), x, xd)
+    scale = abs(b["kinetic"]) + abs(b["potential"])
+    assert scale > 0 and b["kinetic"] > 0
+    for key in ("kinetic", "potential", "total"):
+        assert abs(a[key] - b[key]) <= 1e-10 * scale
