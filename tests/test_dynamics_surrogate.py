@@ -322,3 +322,23 @@ def test_energies_on_a_surrogate_from_an_anchor_equal_the_point_form_float64():
     assert scale > 0 and b["kinetic"] > 0
     for key in ("kinetic", "potential", "total"):
         assert abs(a[key] - b[key]) <= 1e-10 * scale
+
+
+def test_latent_terms_cache_follows_the_system():
+    """``eom.latent_terms`` is cached on the system (every anchor of a rollout asks) but follows a reassigned
+    stiffness or rest state and a prior mask edited in place (as set-up does), and equals a fresh computation."""
+    from kinemesh.dynamics.eom import _latent_terms, latent_terms
+
+    from test_dynamics_local import floating_system
+
+    sysm = floating_system()
+    a = latent_terms(sysm)
+    assert latent_terms(sysm) is a
+    sysm.stiffness = 2.0 * sysm.stiffness + 1.0
+    b = latent_terms(sysm)
+    assert b is not a and np.array_equal(b.k_el, _latent_terms(sysm).k_el)
+    sysm.prior_mask[0] = not bool(sysm.prior_mask[0])
+    c = latent_terms(sysm)
+    assert c is not b and np.array_equal(c.prior, _latent_terms(sysm).prior)
+    sysm.q_rest = sysm.q_rest + 0.1
+    assert np.array_equal(latent_terms(sysm).q_rest, sysm.q_rest.numpy())

@@ -346,8 +346,11 @@ class Reduced:
             Bh = basis.combine(np.eye(basis.n_rows), s.handles.idx.reshape(-1)).reshape(-1, *s.handles.idx.shape, 3)
             handles.append(((w.numpy() * Bh).sum(-2), (s.handles.rest - (w * rp[s.handles.idx]).sum(-2)).numpy()))
         gram, grav = basis.moments(m, g)
-        return cls(model, len(gram), gram, grav, fields, handles,
-                   float((m[:, None] * decoded_rest_points(system) * g).sum()), latent_terms(system))
+        rest = decoded_rest_points(system)
+        v_rest = getattr(system, "_v_rest", None)  # sum_p m_p g . x_rest_p, kept while m, g, x_rest are the same
+        if v_rest is None or v_rest[0] is not m or v_rest[1] is not g or v_rest[2] is not rest:
+            v_rest = system._v_rest = (m, g, rest, float((m[:, None] * rest * g).sum()))
+        return cls(model, len(gram), gram, grav, fields, handles, v_rest[3], latent_terms(system))
 
     def terms(self, system: System, q, qd, t: float) -> tuple[np.ndarray, np.ndarray, Kinematics]:
         """(M (k, k), rhs (k,), Kinematics) at (q, qd, t): M = J^T W J + m_reg I and rhs = -dV/dq + J^T f_ext
