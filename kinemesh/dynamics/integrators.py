@@ -493,19 +493,21 @@ def integrate_distilled(system, state0, n_frames: int, fps: float = 30.0, block:
     before the first one off by more than ``tol`` of the size (``DISTILLED_TOL``) or outside the surrogate's ball
     are kept and the surrogate is refit at the last kept state (also when the state has moved more than half the
     radius from the centre); a block whose first frame disagrees right after a refit is redone with the network's
-    anchors (``local``). ``kw`` goes to ``integrate``.
+    anchors (``local``). ``kw`` goes to ``integrate`` (the surrogate's rollouts with ``agree_tol``
+    ``DISTILLED_AGREE`` unless given).
 
     Returns its Rollout with ``anchors`` the network anchors of redone blocks, ``disagreement`` the largest
     checked surrogate-vs-network distance of a kept frame, ``surrogate_fits`` and ``fallback_frames``. Raises as
     ``integrate``."""
-    from kinemesh.dynamics.surrogate import DISTILLED_BLOCK, DISTILLED_GROUP, DISTILLED_TOL, disagreements, fit, \
-        latent_decoder, with_surrogate
+    from kinemesh.dynamics.surrogate import DISTILLED_AGREE, DISTILLED_BLOCK, DISTILLED_GROUP, DISTILLED_TOL, \
+        disagreements, fit, latent_decoder, with_surrogate
 
     block = DISTILLED_BLOCK if block is None else int(block)
     group = DISTILLED_GROUP if group is None else int(group)
     tol = DISTILLED_TOL if tol is None else float(tol)
     kw["radius"] = math.inf if kw.get("radius") is None else kw["radius"]
     kw.setdefault("span", 1)
+    kw_s = dict(kw, agree_tol=DISTILLED_AGREE if kw.get("agree_tol") is None else kw["agree_tol"])  # on the surrogate
     net = latent_decoder(system.decoder)
     kl = int(net.mu_cond.shape[-1])
     names = ("q", "qd", "times", "kinetic", "potential", "total", "substeps")
@@ -531,7 +533,7 @@ def integrate_distilled(system, state0, n_frames: int, fps: float = 30.0, block:
         rolls, starts, left = [], [state], n_frames - done
         while left > 0 and len(rolls) < group and not (rolls and far(starts[-1])):
             try:
-                rolls.append(integrate(sys_s, starts[-1], min(block, left) + 1, fps=fps, integrator="local", **kw))
+                rolls.append(integrate(sys_s, starts[-1], min(block, left) + 1, fps=fps, integrator="local", **kw_s))
             except Exception:
                 if not rolls:
                     raise
