@@ -271,7 +271,8 @@ class Rollout:
 
 
 def _runaway(system: System, state: State, limit: float) -> bool:
-    return float(((state.q - system.prior_mean) * system.prior).abs().max()) > limit
+    lat = latent_terms(system)  # (cached: the prior mean and mask as numpy)
+    return float(np.abs((as_numpy(state.q) - lat.mu) * lat.prior).max()) > limit
 
 
 def default_substeps(integrator: str) -> int:

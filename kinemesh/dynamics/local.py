@@ -21,6 +21,7 @@ decodes the network at the state the model reached and checks their disagreement
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -258,13 +259,14 @@ def anchor(system: System, q: torch.Tensor, directions=(), tol: float = 1e-3) ->
     dt = decoder_dtype(system)
     f = system.decoder.points
     k = int(q.shape[0])
-    U = torch.zeros(0, k, dtype=torch.float64)
+    U = np.zeros((0, k))  # (numpy: a few us per small op instead of torch's tens; once per frame)
     for v in directions:
-        v = v.double()
+        v = as_numpy(v)
         w = v - U.T @ (U @ v)
-        n = float(torch.linalg.norm(w))
-        if n > 0 and n > tol * float(torch.linalg.norm(v)):
-            U = torch.cat([U, (w / n)[None]])
+        n = math.sqrt(float(w @ w))
+        if n > 0 and n > tol * math.sqrt(float(v @ v)):
+            U = np.concatenate([U, (w / n)[None]])
+    U = torch.from_numpy(U)
     dec = system.decoder
     if exact_derivatives(dec):
         K, tau = dec.derivative_coefs(q.detach().double(), U)  # ``distilled``: exact, also through a floating frame
