@@ -300,12 +300,13 @@ def test_distilled_grouped_checks_give_the_rollout_of_one_check_per_block(monkey
 
 
 def test_energies_on_a_surrogate_from_an_anchor_equal_the_point_form_float64():
-    """``eom.energies`` on a system with exact derivatives (a floating surrogate with gravity and a spring) takes a
-    first-order anchor instead of decoding: kinetic, potential and total equal the point form with the points and
-    their exact velocities xd = J qd (forward mode) to 1e-10 relative."""
+    """The rollout's ``energies`` on a system with exact derivatives (a floating surrogate with gravity and a spring)
+    take a first-order anchor instead of decoding: kinetic, potential and total equal ``eom.energies`` with the
+    points and their exact velocities xd = J qd (forward mode) to 1e-10 relative."""
     from torch.func import jvp
 
-    from kinemesh.dynamics.eom import energies
+    from kinemesh.dynamics.eom import energies as point_energies
+    from kinemesh.dynamics.integrators import energies
     from kinemesh.dynamics.surrogate import latent_decoder
 
     from test_dynamics_local import floating_system
@@ -317,7 +318,7 @@ def test_energies_on_a_surrogate_from_an_anchor_equal_the_point_form_float64():
     gen = torch.Generator().manual_seed(7)
     q, qd = 0.2 * torch.randn(8, generator=gen, dtype=torch.float64), torch.randn(8, generator=gen, dtype=torch.float64)
     x, xd = jvp(sysm.decoder.points, (q,), (qd,))
-    a, b = energies(sysm, State(q, qd)), energies(sysm, State(q, qd), x, xd)
+    a, b = energies(sysm, State(q, qd)), point_energies(sysm, State(q, qd), x, xd)
     scale = abs(b["kinetic"]) + abs(b["potential"])
     assert scale > 0 and b["kinetic"] > 0
     for key in ("kinetic", "potential", "total"):

@@ -321,14 +321,7 @@ def energies(system: System, state: State, x: torch.Tensor | None = None,
              xd: torch.Tensor | None = None) -> dict[str, float]:
     """{'kinetic', 'potential', 'total'} in joules at ``state``; T = 1/2 sum_p m_p |xd_p|^2 + 1/2 m_reg |qd|^2
     (= 1/2 qd^T M qd) from the point velocities (decoded here unless the points x and velocities xd (P, 3)
-    are given). On a decoder with exact derivatives (``distilled``'s surrogate, ``local.exact_derivatives``) and no
-    points given, the same energies of a first-order anchor at q (``local.Reduced.energies``: T = 1/2 a_xd Gram
-    a_xd + 1/2 m_reg |qd|^2 with xd = J qd exact, V from the contracted gravity; no decoded states)."""
-    if x is None and xd is None:
-        from kinemesh.dynamics.local import anchor, exact_derivatives
-
-        if exact_derivatives(system.decoder):
-            return anchor(system, state.q.double(), []).energies(system, state)
+    are given)."""
     if x is None or xd is None:
         x, xd = point_velocities(system, state.q.double(), state.qd.double())
     T = 0.5 * float((system.point_mass[:, None] * xd * xd).sum()) + 0.5 * system.latent_inertia * float(
