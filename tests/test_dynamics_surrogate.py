@@ -297,3 +297,49 @@ def test_distilled_grouped_checks_give_the_rollout_of_one_check_per_block(monkey
     # the same code run twice differs by up to 2.5e-8 here (cabinet: group 1 twice), grouped vs not by 3e-8
     np.testing.assert_allclose(b.q, a.q, rtol=0, atol=1e-6)
     np.testing.assert_allclose(b.qd, a.qd, rtol=0, atol=1e-5)
+
+
+def test_energies_on_a_surrogate_from_an_anchor_equal_the_point_form_float64():
+    """The rollout's ``energies`` on a system with exact derivatives (a floating surrogate with gravity and a spring)
+    take a first-order anchor instead of decoding: kinetic, potential and total equal ``eom.energies`` with the
+    points and their exact velocities xd = J qd (forward mode) to 1e-10 relative."""
+    from torch.func import jvp
+
+    from kinemesh.dynamics.eom import energies as point_energies
+    from kinemesh.dynamics.integrators import energies
+    from kinemesh.dynamics.surrogate import latent_decoder
+
+    from test_dynamics_local import floating_system
+
+    base = floating_system()
+    sysm = with_surrogate(base, fit(latent_decoder(base.decoder), torch.zeros(2, dtype=torch.float64), radius=0.3,
+                                    degree=3))
+    assert sysm.springs and float(sysm.gravity.abs().max()) > 0
+    gen = torch.Generator().manual_seed(7)
+    q, qd = 0.2 * torch.randn(8, generator=gen, dtype=torch.float64), torch.randn(8, generator=gen, dtype=torch.float64)
+    x, xd = jvp(sysm.decoder.points, (q,), (qd,))
+    a, b = energies(sysm, State(q, qd)), point_energies(sysm, State(q, qd), x, xd)
+    scale = abs(b["kinetic"]) + abs(b["potential"])
+    assert scale > 0 and b["kinetic"] > 0
+    for key in ("kinetic", "potential", "total"):
+        assert abs(a[key] - b[key]) <= 1e-10 * scale
+
+
+def test_latent_terms_cache_follows_the_system():
+    """``eom.latent_terms`` is cached on the system (every anchor of a rollout asks) but follows a reassigned
+    stiffness or rest state and a prior mask edited in place (as set-up does), and equals a fresh computation."""
+    from kinemesh.dynamics.eom import _latent_terms, latent_terms
+
+    from test_dynamics_local import floating_system
+
+    sysm = floating_system()
+    a = latent_terms(sysm)
+    assert latent_terms(sysm) is a
+    sysm.stiffness = 2.0 * sysm.stiffness + 1.0
+    b = latent_terms(sysm)
+    assert b is not a and np.array_equal(b.k_el, _latent_terms(sysm).k_el)
+    sysm.prior_mask[0] = not bool(sysm.prior_mask[0])
+    c = latent_terms(sysm)
+    assert c is not b and np.array_equal(c.prior, _latent_terms(sysm).prior)
+    sysm.q_rest = sysm.q_rest + 0.1
+    assert np.array_equal(latent_terms(sysm).q_rest, sysm.q_rest.numpy())

@@ -201,7 +201,21 @@ class LatentTerms:
 
 
 def latent_terms(system: System) -> LatentTerms:
-    """The :class:`LatentTerms` of ``system`` as it is now (not cached: set-up changes the stiffness and barrier)."""
+    """The :class:`LatentTerms` of ``system`` as it is now: cached on ``system`` while the attributes they are made
+    of stay the same objects and values (set-up reassigns the stiffness and barrier; every ``local`` anchor asks)."""
+    key = (system.q_rest, getattr(system.decoder, "mu_cond", None), system.stiffness, system.damping_stiffness,
+           system.damping_mass, system.barrier_stiffness, system.barrier_radius, system.latent_inertia)
+    cached = getattr(system, "_latent_terms", None)
+    if cached is not None and all(a is b if isinstance(a, torch.Tensor) or a is None else type(a) is type(b) and a == b
+                                  for a, b in zip(cached[0], key)) \
+            and torch.equal(cached[1], system.elastic_mask) and torch.equal(cached[2], system.prior_mask):
+        return cached[3]
+    out = _latent_terms(system)  # (the masks compared by value: set-up edits prior_mask in place)
+    system._latent_terms = (key, system.elastic_mask.clone(), system.prior_mask.clone(), out)
+    return out
+
+
+def _latent_terms(system: System) -> LatentTerms:
     lat = system.latent.numpy()
     k_d = system.damping_stiffness * system.stiffness * lat
     return LatentTerms(system.stiffness * lat, as_numpy(system.q_rest), as_numpy(system.prior_mean),

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from kinemesh.dynamics.eom import acceleration, acceleration_terms, energies, latent_terms
+from kinemesh.dynamics.eom import acceleration, acceleration_terms, latent_terms
+from kinemesh.dynamics.eom import energies as point_energies
 from kinemesh.dynamics.system import State, System, as_numpy, object_size
 from kinemesh.errors import ConfigError, SimulationDivergedError
 
@@ -53,6 +54,18 @@ class StepRejected(Exception):
 class ModelDisagrees(StepRejected):
     """The local model and the network disagree at a new anchor by more than the tolerance (or, without
     external forces, the energy grew within the frame): redo the frame in smaller pieces."""
+
+
+def energies(system: System, state: State) -> dict[str, float]:
+    """``eom.energies`` at ``state``; on a decoder with exact derivatives (``distilled``'s surrogate,
+    ``local.exact_derivatives``) the same energies of a first-order anchor at q (``local.Reduced.energies``:
+    T = 1/2 a_xd Gram a_xd + 1/2 m_reg |qd|^2 with xd = J qd exact, V from the contracted gravity; no decoded
+    states, no central difference)."""
+    from kinemesh.dynamics.local import anchor, exact_derivatives
+
+    if exact_derivatives(system.decoder):
+        return anchor(system, state.q.double(), []).energies(system, state)
+    return point_energies(system, state)
 
 
 def _finite(*ts) -> bool:
@@ -271,7 +284,8 @@ class Rollout:
 
 
 def _runaway(system: System, state: State, limit: float) -> bool:
-    return float(((state.q - system.prior_mean) * system.prior).abs().max()) > limit
+    lat = latent_terms(system)  # (cached: the prior mean and mask as numpy)
+    return float(np.abs((as_numpy(state.q) - lat.mu) * lat.prior).max()) > limit
 
 
 def default_substeps(integrator: str) -> int:
@@ -464,9 +478,11 @@ def local_frame(system: System, state: State, model, frame_dt: float, n_sub: int
         while n_seg == 1 and seg < span * frame_dt * (1.0 - 1e-9) and reach(seg + frame_dt) <= radius:
             seg += frame_dt  # a segment of several frames
     for _ in range(n_seg):
-        if seg:
-            v = s.qd + 0.5 * seg * s.qdd
-            new = anchor(system, s.q + 0.5 * seg * s.qd + seg * seg / 8.0 * s.qdd, [v, s.qdd][:LOCAL_DIRECTIONS])
+        if seg:  # (float64 numpy: a few us per small op instead of torch's tens, once per frame)
+            qn, vn, an = as_numpy(s.q), as_numpy(s.qd), as_numpy(s.qdd)
+            v = vn + 0.5 * seg * an
+            new = anchor(system, torch.from_numpy(qn + 0.5 * seg * vn + seg * seg / 8.0 * an),
+                         [v, an][:LOCAL_DIRECTIONS])
             new.t_end = s.t + seg
             n_new += 1
             if model is not None:
@@ -479,7 +495,7 @@ def local_frame(system: System, state: State, model, frame_dt: float, n_sub: int
             s = step_midpoint(system, s, tau / m, local=model)
             if _runaway(system, s, runaway_std):
                 raise StepRejected(f"state ran beyond {runaway_std:g} prior standard deviations")
-            if float((s.q - model.q).abs().max()) > radius:
+            if math.isfinite(radius) and float(np.abs(as_numpy(s.q) - model._qa).max()) > radius:
                 raise ModelDisagrees(f"the state left the trust box of {radius:.3g} around the anchor")
     return s, model, n_seg * m, n_new, err_max
 
@@ -493,19 +509,21 @@ def integrate_distilled(system, state0, n_frames: int, fps: float = 30.0, block:
     before the first one off by more than ``tol`` of the size (``DISTILLED_TOL``) or outside the surrogate's ball
     are kept and the surrogate is refit at the last kept state (also when the state has moved more than half the
     radius from the centre); a block whose first frame disagrees right after a refit is redone with the network's
-    anchors (``local``). ``kw`` goes to ``integrate``.
+    anchors (``local``). ``kw`` goes to ``integrate`` (the surrogate's rollouts with ``agree_tol``
+    ``DISTILLED_AGREE`` unless given).
 
     Returns its Rollout with ``anchors`` the network anchors of redone blocks, ``disagreement`` the largest
     checked surrogate-vs-network distance of a kept frame, ``surrogate_fits`` and ``fallback_frames``. Raises as
     ``integrate``."""
-    from kinemesh.dynamics.surrogate import DISTILLED_BLOCK, DISTILLED_GROUP, DISTILLED_TOL, disagreements, fit, \
-        latent_decoder, with_surrogate
+    from kinemesh.dynamics.surrogate import DISTILLED_AGREE, DISTILLED_BLOCK, DISTILLED_GROUP, DISTILLED_TOL, \
+        disagreements, fit, latent_decoder, with_surrogate
 
     block = DISTILLED_BLOCK if block is None else int(block)
     group = DISTILLED_GROUP if group is None else int(group)
     tol = DISTILLED_TOL if tol is None else float(tol)
     kw["radius"] = math.inf if kw.get("radius") is None else kw["radius"]
     kw.setdefault("span", 1)
+    kw_s = dict(kw, agree_tol=DISTILLED_AGREE if kw.get("agree_tol") is None else kw["agree_tol"])  # on the surrogate
     net = latent_decoder(system.decoder)
     kl = int(net.mu_cond.shape[-1])
     names = ("q", "qd", "times", "kinetic", "potential", "total", "substeps")
@@ -531,7 +549,7 @@ def integrate_distilled(system, state0, n_frames: int, fps: float = 30.0, block:
         rolls, starts, left = [], [state], n_frames - done
         while left > 0 and len(rolls) < group and not (rolls and far(starts[-1])):
             try:
-                rolls.append(integrate(sys_s, starts[-1], min(block, left) + 1, fps=fps, integrator="local", **kw))
+                rolls.append(integrate(sys_s, starts[-1], min(block, left) + 1, fps=fps, integrator="local", **kw_s))
             except Exception:
                 if not rolls:
                     raise

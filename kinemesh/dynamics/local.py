@@ -21,6 +21,7 @@ decodes the network at the state the model reached and checks their disagreement
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -258,13 +259,14 @@ def anchor(system: System, q: torch.Tensor, directions=(), tol: float = 1e-3) ->
     dt = decoder_dtype(system)
     f = system.decoder.points
     k = int(q.shape[0])
-    U = torch.zeros(0, k, dtype=torch.float64)
+    U = np.zeros((0, k))  # (numpy: a few us per small op instead of torch's tens; once per frame)
     for v in directions:
-        v = v.double()
+        v = as_numpy(v)
         w = v - U.T @ (U @ v)
-        n = float(torch.linalg.norm(w))
-        if n > 0 and n > tol * float(torch.linalg.norm(v)):
-            U = torch.cat([U, (w / n)[None]])
+        n = math.sqrt(float(w @ w))
+        if n > 0 and n > tol * math.sqrt(float(v @ v)):
+            U = np.concatenate([U, (w / n)[None]])
+    U = torch.from_numpy(U)
     dec = system.decoder
     if exact_derivatives(dec):
         K, tau = dec.derivative_coefs(q.detach().double(), U)  # ``distilled``: exact, also through a floating frame
@@ -346,8 +348,11 @@ class Reduced:
             Bh = basis.combine(np.eye(basis.n_rows), s.handles.idx.reshape(-1)).reshape(-1, *s.handles.idx.shape, 3)
             handles.append(((w.numpy() * Bh).sum(-2), (s.handles.rest - (w * rp[s.handles.idx]).sum(-2)).numpy()))
         gram, grav = basis.moments(m, g)
-        return cls(model, len(gram), gram, grav, fields, handles,
-                   float((m[:, None] * decoded_rest_points(system) * g).sum()), latent_terms(system))
+        rest = decoded_rest_points(system)
+        v_rest = getattr(system, "_v_rest", None)  # sum_p m_p g . x_rest_p, kept while m, g, x_rest are the same
+        if v_rest is None or v_rest[0] is not m or v_rest[1] is not g or v_rest[2] is not rest:
+            v_rest = system._v_rest = (m, g, rest, float((m[:, None] * rest * g).sum()))
+        return cls(model, len(gram), gram, grav, fields, handles, v_rest[3], latent_terms(system))
 
     def terms(self, system: System, q, qd, t: float) -> tuple[np.ndarray, np.ndarray, Kinematics]:
         """(M (k, k), rhs (k,), Kinematics) at (q, qd, t): M = J^T W J + m_reg I and rhs = -dV/dq + J^T f_ext
