@@ -335,33 +335,33 @@ def sections(cfg: ArticulationEvalConfig) -> list[tuple[str, list, str | None]]:
     from kinemesh.articulation.dataset import HOLDOUT_CATEGORIES, TEST_SEED_BASE, build_object
     from kinemesh.synth.categories import CATEGORIES
 
-    def objs(cats):
+    def objs(cats, base):  # n_objects instances of each category seeded base + i (a builder may give up)
         out = []
         for c in cats:
             for i in range(cfg.n_objects):
                 try:
-                    out.append((f"{c}/{i}", build_object(c, TEST_SEED_BASE + 1000 * cfg.seed + i)))
+                    out.append((f"{c}/{i}", build_object(c, base + i)))
                 except Exception as exc:
                     log.warning("skip %s/%d: %s", c, i, exc)
         return out
 
     seen = [c for c in CATEGORIES if c not in HOLDOUT_CATEGORIES]
-    sections = [("held-out instances of training categories", objs(seen), None),
-                ("held-out categories (" + ", ".join(HOLDOUT_CATEGORIES) + ")", objs(HOLDOUT_CATEGORIES), None)]
     if cfg.validation:
         from kinemesh.articulation.realism import augment
 
-        val = [(f"{c}/{i}", build_object(c, VALIDATION_SEED_BASE + i)) for c in seen + ["assembly"]
-               for i in range(cfg.n_objects)]
+        val = objs(seen + ["assembly"], VALIDATION_SEED_BASE)
         rng = np.random.default_rng(123)
-        held = [(f"{c}/{i}", build_object(c, VALIDATION_SEED_BASE + i)) for c in HOLDOUT_CATEGORIES
-                for i in range(cfg.n_objects)]
         sections = [(f"validation: training categories and assemblies, seeds {VALIDATION_SEED_BASE}+", val, None),
                     ("validation: the same objects realism-augmented", [(n, augment(o, rng)) for n, o in val], None),
                     # other instances (seeds below the test's) of the categories no training data comes from:
                     # the one validation measure of reading a category never trained on
                     (f"validation: held-out categories ({', '.join(HOLDOUT_CATEGORIES)}), seeds "
-                     f"{VALIDATION_SEED_BASE}+", held, None)]
+                     f"{VALIDATION_SEED_BASE}+", objs(HOLDOUT_CATEGORIES, VALIDATION_SEED_BASE), None)]
+    else:
+        base = TEST_SEED_BASE + 1000 * cfg.seed
+        sections = [("held-out instances of training categories", objs(seen, base), None),
+                    ("held-out categories (" + ", ".join(HOLDOUT_CATEGORIES) + ")", objs(HOLDOUT_CATEGORIES, base),
+                     None)]
     if not cfg.validation and not cfg.no_unlike:
         from kinemesh.synth.unlike import UNLIKE_CATEGORIES, build_unlike
 
