@@ -222,38 +222,31 @@ def outer_product_matrix(
     # of a few dozen samples does not need float64's digits (bench beam: bind 2.5x cheaper per pass)
     single = getattr(decoder, "single_precision", None)
     with contextlib.nullcontext() if single is None else single(gradients=True):
-        C = _accumulate(decoder, C, mu, L, rest, P, gen, n_samples, batch, method, n_probes, prior_scale, bar)
+        while done < n_samples:
+            b = min(batch, n_samples - done)
+            # drawn on the CPU generator (the same samples on every device), then moved to the decoder's device
+            eps = torch.randn(b, D, generator=gen, dtype=mu.dtype).to(mu.device)
+            u = (prior_scale * eps).requires_grad_(True)
+            z = mu + (u if L is None else u @ L.T)
+            pts = decoder.points(z)  # (b, P, 3)
+            if method == "gradient":
+                G = _deformation_norm(pts, rest)
+                (g,) = torch.autograd.grad(G.sum(), u)
+                g = g.double().cpu()
+                C += g.T @ g
+            else:
+                for i in range(n_probes):
+                    v = torch.randn(pts.shape, generator=gen, dtype=pts.dtype).to(pts.device)
+                    (g,) = torch.autograd.grad(pts, u, grad_outputs=v, retain_graph=i < n_probes - 1)
+                    g = g.double().cpu()
+                    C += (g.T @ g) / (n_probes * P)
+            done += b
+            if bar is not None:
+                bar.update(b)
     if bar is not None:
         bar.close()
     C = C / n_samples
     return 0.5 * (C + C.T)
-
-
-def _accumulate(decoder, C, mu, L, rest, P, gen, n_samples, batch, method, n_probes, prior_scale, bar):
-    """The sum over ``n_samples`` prior samples of ``outer_product_matrix`` (its loop)."""
-    D, done = C.shape[0], 0
-    while done < n_samples:
-        b = min(batch, n_samples - done)
-        # drawn on the CPU generator (the same samples on every device), then moved to the decoder's device
-        eps = torch.randn(b, D, generator=gen, dtype=mu.dtype).to(mu.device)
-        u = (prior_scale * eps).requires_grad_(True)
-        z = mu + (u if L is None else u @ L.T)
-        pts = decoder.points(z)  # (b, P, 3)
-        if method == "gradient":
-            G = _deformation_norm(pts, rest)
-            (g,) = torch.autograd.grad(G.sum(), u)
-            g = g.double().cpu()
-            C += g.T @ g
-        else:
-            for i in range(n_probes):
-                v = torch.randn(pts.shape, generator=gen, dtype=pts.dtype).to(pts.device)
-                (g,) = torch.autograd.grad(pts, u, grad_outputs=v, retain_graph=i < n_probes - 1)
-                g = g.double().cpu()
-                C += (g.T @ g) / (n_probes * P)
-        done += b
-        if bar is not None:
-            bar.update(b)
-    return C
 
 
 def fit(
