@@ -19,7 +19,10 @@ and returns one :class:`PartPrediction` per part except the root. Steps:
    open), else the edge opposite its handle, when that sweep is valid; then a panel's line that leans to an
    edge of the box face touching its parent is put exactly on that edge (``_snap_to_edges`` /
    ``hinge_edge``), when that sweep is valid;
-6. also with ``check_validity``, wheels (``_roll_wheels`` / ``wheel_axis``: small parts at the object's bottom
+6. also with ``check_validity``, a part its parent walls off on five faces and leaves open on one (a drawer
+   in its carcass, a dishwasher rack in its tub, a blade in its handle) slides out of the open side
+   (``_slide_out`` / ``slide_out``), whatever axis (or, for a part that is no panel, type) was predicted;
+7. also with ``check_validity``, wheels (``_roll_wheels`` / ``wheel_axis``: small parts at the object's bottom
    with a circular outline about a horizontal axis) turn about that axis, whatever their predicted type.
 
 The heuristic baseline picks, among the *valid* box candidates, one by a fixed rule (no learning).
@@ -46,6 +49,8 @@ HANDLE = (0.04, 0.6, 0.25)  # panel hinge: protrusion >= [0] x panel width; hand
 LONG_SIDE = 0.6  # panel hinge: a hinge edge is at least this x the panel's other in-plane side
 WHEEL = (0.05, 0.3)  # wheel: outline radius spread <= [0] x its mean (a circle), diameter <= [1] x object size
 EDGE = (10.0, 0.6, 0.5, 0.7)  # hinge edge: axis within [0] deg of a box axis; contact >= [1], line >= [2] / [3] to a side
+SLIDE_OUT = (0.4, 0.5, 0.8)  # slide out: one box face covered by the parent on <= [0] of its footprint, the other
+# five >= [1]; travel [2] x the part's depth along the slide
 
 
 @dataclass
@@ -193,13 +198,16 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
         pt = 1.0 if forced else float(r.type_probs[TYPES.index(r.type)])
         alts = [] if r.type == "fixed" else [(pt * q, axis, origin, r.type, lim) for q, axis, origin, lim in
                                              alternatives(out, b, box, center, scale, r.type, cells=ORIGIN_CELLS)]
+        slide = alternatives(out, b, box, center, scale, "prismatic")[0][3]  # the prismatic head's limits (m)
         preds[p.name] = PartPrediction(p.name, r.type, r.axis, r.origin, None if r.type == "fixed" else r.limits,
                                        parents[p.name], r.confidence, p.label,
                                        {"type_probs": [float(x) for x in r.type_probs], "scale": scale,
+                                        "slide_travel": max(abs(slide[0]), abs(slide[1])),
                                         "alternatives": sorted(alts, key=lambda a: -a[0])})
     if check_validity:
         grid = _choose_valid(parts, root, parents, preds)
         if grid is not None:
+            _slide_out(parts, preds, seed=seed)
             _hinge_panels(parts, parents, preds, grid, seed=seed)
             _snap_to_edges(parts, parents, preds, grid, seed=seed)
             _snap_to_contact(parts, parents, preds, grid, seed=seed)
@@ -279,6 +287,88 @@ def _rest_contact(part: Part, parent: Part, size: float, seed: int = 0, tol: flo
     d = cKDTree(ref).query(pts, k=1)[0]  # each part sample's distance to the parent's surface samples
     eps = float(d.min()) + tol * size
     return pts, ref, pts[d <= eps], eps
+
+
+def enclosure(part: Part, parent: Part, seed: int = 0, grid: int = 8, tol: float = 0.02):
+    """How ``parent`` covers each face of ``part``'s oriented box: (box, cover (3, 2)) with ``cover[k, s]`` the
+    fraction of the part's footprint seen along box axis k, towards side s (0: -, 1: +), that has parent
+    surface beyond the part's own surface there (within ``tol`` x the part's largest side): 1 = walled off,
+    0 = open. The footprint is a ``grid`` x ``grid`` raster of the part's extent across k (surface samples,
+    1500 of the part, 3000 of the parent); a cell counts when the part has samples in it."""
+    from kinemesh.articulation.candidates import part_box
+    from kinemesh.geometry.sampling import sample_surface
+
+    box = part_box(part.vertices, part.name)
+    rng = np.random.default_rng(seed)
+    P = box.to_box(sample_surface(part.vertices, part.faces, 1500, seed=rng)[0])
+    Q = box.to_box(sample_surface(parent.vertices, parent.faces, 3000, seed=rng)[0])
+    cover = np.zeros((3, 2))
+    for k in range(3):
+        uw = [i for i in range(3) if i != k]
+        lo, span = P[:, uw].min(0), np.maximum(np.ptp(P[:, uw], 0), 1e-12)
+
+        def cells(X):
+            c = np.floor((X[:, uw] - lo) / span * grid).astype(int)
+            inside = ((c >= 0) & (c <= grid)).all(1)
+            c = np.minimum(c, grid - 1)
+            return c[:, 0] * grid + c[:, 1], inside
+
+        cp, _ = cells(P)
+        cq, inside = cells(Q)
+        cq = np.clip(cq, 0, grid * grid - 1)
+        for si, s in enumerate((-1.0, 1.0)):
+            top = np.full(grid * grid, -np.inf)
+            np.maximum.at(top, cp, s * P[:, k])  # the part's surface facing side s, per cell
+            beyond = np.zeros(grid * grid, bool)
+            beyond[cq[inside & (s * Q[:, k] > top[cq] - tol * float(box.extents.max()))]] = True
+            has = np.isfinite(top)
+            cover[k, si] = float((beyond & has).sum() / has.sum())
+    return box, cover
+
+
+def slide_out(part: Part, parent: Part, seed: int = 0) -> np.ndarray | None:
+    """The direction (3,) a part slides out of its parent, or None when the shape does not say: when the
+    parent walls off five faces of the part's box (:func:`enclosure` cover >= ``SLIDE_OUT[1]``) and leaves the
+    sixth open (cover <= ``SLIDE_OUT[0]``), that face's outward normal. A drawer in its carcass, a dishwasher
+    rack in its tub, a blade in a utility knife's handle; not a window sash, whose frame leaves both broad
+    faces open. Measured on the real training and validation objects (data/real_train): 33 movable parts are
+    enclosed this way; 29 of the 30 prismatic ones slide out of the open face (the other slides sideways),
+    and 3 turn (a stapler arm; a microwave's door and turntable, both thin panels)."""
+    box, cover = enclosure(part, parent, seed)
+    k, s = np.unravel_index(int(np.argmin(cover)), cover.shape)
+    walls = np.delete(cover.ravel(), 2 * k + s)  # the other five faces
+    if cover[k, s] > SLIDE_OUT[0] or walls.min() < SLIDE_OUT[1]:
+        return None
+    return (1.0 if s else -1.0) * box.axes[k]
+
+
+def _slide_out(parts, preds, seed: int = 0) -> None:
+    """Decoding refinement: a predicted prismatic part, or a predicted revolute one that is no panel (thinnest
+    box side > ``PANEL_THIN`` x its middle one: a door or lid is one), that its parent encloses with one face
+    open (:func:`slide_out`) slides out of that face: axis its outward normal, origin the box centre, limits
+    (0, travel), travel ``SLIDE_OUT[2]`` x the part's depth along the axis or the network's prismatic travel
+    if longer (the limits of the 30 enclosed real training slides are 0.84 x the depth at the median, 0.72 at
+    the lower quartile). Physical reason: the parent's walls stop every other slide, and the network reads
+    drawers as sliding sideways, or as turning, where the box alone does not name the front (a drawer as deep
+    as it is wide)."""
+    from kinemesh.articulation.candidates import part_box
+
+    by = {p.name: p for p in parts}
+    for pr in preds.values():
+        if pr.type not in ("prismatic", "revolute") or pr.parent not in by:
+            continue
+        part = by[pr.name]
+        box = part_box(part.vertices, part.name)
+        e = np.sort(box.extents)
+        if pr.type == "revolute" and e[0] <= PANEL_THIN * e[1]:
+            continue
+        out = slide_out(part, by[pr.parent], seed)
+        if out is None or (pr.type == "prismatic" and float(np.asarray(pr.axis) @ out) > np.cos(np.radians(10.0))):
+            continue
+        travel = max(pr.info["slide_travel"], SLIDE_OUT[2] * float(np.ptp(part.vertices @ out)))
+        pr.info["slid_out"] = {"from": pr.type, "axis": np.asarray(pr.axis, float).tolist()}
+        pr.type, pr.axis, pr.limits = "prismatic", out, (0.0, float(travel))
+        pr.origin = box.center.copy()
 
 
 def contact_pivot(part: Part, parent: Part, axis: np.ndarray, origin: np.ndarray, size: float, seed: int = 0,

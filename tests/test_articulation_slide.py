@@ -1,0 +1,82 @@
+"""Slides out of an enclosure (``kinemesh.articulation.infer.enclosure`` / ``slide_out`` / ``_slide_out``).
+Tiny meshes built here: an open-front cabinet body with a drawer inside (walled on five faces, open at the
+front), a window sash in its frame (both broad faces open), a button on a plate (nothing walls it in)."""
+
+from __future__ import annotations
+
+import numpy as np
+import trimesh
+
+from kinemesh.articulation.infer import PartPrediction, _slide_out, enclosure, slide_out
+from kinemesh.data.articulated import Part
+from kinemesh.geometry.metrics import axis_angle_error_deg
+
+
+def _part(name, *boxes) -> Part:
+    """A part made of axis-aligned boxes given as (lo, hi) corner pairs (m)."""
+    m = trimesh.util.concatenate([trimesh.creation.box(bounds=np.array([lo, hi], float)) for lo, hi in boxes])
+    return Part(name, np.asarray(m.vertices), np.asarray(m.faces))
+
+
+def _carcass() -> Part:
+    """An open-front cabinet body (its front faces -X like PartNet-Mobility objects): x 0..0.5, y +-0.4,
+    z 0..0.8, 2 cm walls."""
+    t = 0.02
+    return _part("body", ([0, -0.4, 0], [0.5, 0.4, t]), ([0, -0.4, 0.8 - t], [0.5, 0.4, 0.8]),
+                 ([0, -0.4, 0], [0.5, -0.4 + t, 0.8]), ([0, 0.4 - t, 0], [0.5, 0.4, 0.8]),
+                 ([0.5 - t, -0.4, 0], [0.5, 0.4, 0.8]))
+
+
+def _drawer() -> Part:
+    """A drawer as deep as it is wide (the box alone does not name its front), inside the body."""
+    return _part("drawer", ([0.0, -0.37, 0.3], [0.46, 0.37, 0.5]))
+
+
+def test_enclosure_of_a_drawer_and_its_slide_out_of_the_open_front():
+    box, cover = enclosure(_drawer(), _carcass())
+    k = int(np.argmax(np.abs(box.axes @ [1.0, 0.0, 0.0])))  # the box axis along the world x
+    front = 0 if box.axes[k, 0] > 0 else 1  # the side of that axis facing -x
+    assert cover[k, front] < 0.1  # the open front
+    # top, bottom, both sides and back walled off (3000 samples of the whole body leave a few side cells empty)
+    assert np.delete(cover.ravel(), 2 * k + front).min() > 0.75
+    out = slide_out(_drawer(), _carcass())
+    assert out is not None and axis_angle_error_deg(out, [-1.0, 0.0, 0.0]) < 1.0 and out[0] < 0
+
+
+def test_no_slide_out_of_a_frame_open_on_both_faces_or_of_a_plate():
+    t = 0.03
+    frame = _part("frame", ([0, -0.5, 0], [0.05, 0.5, t]), ([0, -0.5, 1 - t], [0.05, 0.5, 1.0]),
+                  ([0, -0.5, 0], [0.05, -0.5 + t, 1.0]), ([0, 0.5 - t, 0], [0.05, 0.5, 1.0]))
+    sash = _part("sash", ([0.01, -0.47, t], [0.04, 0.0, 1 - t]))  # slides in its plane, along y
+    assert slide_out(sash, frame) is None
+    plate = _part("plate", ([0, -0.2, 0], [0.02, 0.2, 0.3]))
+    button = _part("button", ([-0.01, -0.02, 0.1], [0.0, 0.02, 0.14]))
+    assert slide_out(button, plate) is None
+
+
+def _pred(name, type_, axis, travel, parent="body"):
+    return PartPrediction(name, type_, np.asarray(axis, float), np.zeros(3), (0.0, 0.3), parent, 0.9, name,
+                          {"slide_travel": travel})
+
+
+def test_slide_out_refines_the_axis_and_the_type_of_a_solid_part_only():
+    body, drawer = _carcass(), _drawer()
+    door = _part("door", ([-0.02, -0.4, 0.0], [0.0, 0.4, 0.8]))
+    # read sliding sideways: the slide goes out of the front, with the travel of 0.8 x its 46 cm depth
+    preds = {"drawer": _pred("drawer", "prismatic", [0, 1, 0], 0.1)}
+    _slide_out([body, drawer], preds)
+    p = preds["drawer"]
+    assert p.type == "prismatic" and axis_angle_error_deg(p.axis, [-1, 0, 0]) < 1.0 and p.axis[0] < 0
+    assert p.limits[0] == 0.0 and abs(p.limits[1] - 0.8 * 0.46) < 1e-6
+    assert np.allclose(p.origin, [0.23, 0.0, 0.4]) and p.info["slid_out"]["from"] == "prismatic"
+    # read as turning: a solid box in an enclosure slides; the network's longer travel is kept
+    preds = {"drawer": _pred("drawer", "revolute", [0, 0, 1], 0.5)}
+    _slide_out([body, drawer], preds)
+    assert preds["drawer"].type == "prismatic" and abs(preds["drawer"].limits[1] - 0.5) < 1e-9
+    # a thin panel (a door) keeps its predicted turn, and a slide already out of the front stays as it is
+    preds = {"door": _pred("door", "revolute", [0, 0, 1], 0.1)}
+    _slide_out([body, door], preds)
+    assert preds["door"].type == "revolute" and "slid_out" not in preds["door"].info
+    preds = {"drawer": _pred("drawer", "prismatic", [-1, 0.05, 0], 0.1)}
+    _slide_out([body, drawer], preds)
+    assert "slid_out" not in preds["drawer"].info and preds["drawer"].limits == (0.0, 0.3)
