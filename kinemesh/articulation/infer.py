@@ -44,7 +44,7 @@ CONTACT_COMPACT = 0.5  # pivot snap: contact counts as compact when its extent a
 FLOAT_BIG = 0.5  # part tree: a part touching nothing weighs its distance to a small neighbour up to 1 + this more
 ROOT_ABOVE_WHEELS = 10.0  # part tree: a part this many times the box volume of every grounded part is the root
 PANEL_THIN = 0.35  # panel hinge: a part is a panel when its thinnest box side is <= this x its middle side
-STRIP = (0.7, 0.3, 0.6)  # panel hinge: contact strip = extent along an edge >= [0], across <= [1], centroid >= [2]
+STRIP = (0.6, 0.3, 0.6)  # panel hinge: contact strip = extent along an edge >= [0], across <= [1], centroid >= [2]
 HANDLE = (0.04, 0.6, 0.25)  # panel hinge: protrusion >= [0] x panel width; handle centroid >= [1], lead >= [2]
 LONG_SIDE = 0.6  # panel hinge: a hinge edge is at least this x the panel's other in-plane side
 WHEEL = (0.05, 0.3)  # wheel: outline radius spread <= [0] x its mean (a circle), diameter <= [1] x object size
