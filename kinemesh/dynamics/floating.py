@@ -164,10 +164,11 @@ class FloatingDecoder:
         Phi = self.decoder.derivative_rows(q[:kl], Ul)  # (1 + kl + r kl, F)
         R, dR, d2R = _rotation_derivatives(q[kl:kl + 3])
         V = np.concatenate([Phi, Ul @ Phi[1:kl + 1]])  # [phi; phi_i; phi_ri; w_r]
-        Rk = np.broadcast_to(R, (kl, 3, 3))
-        G = [np.concatenate([Rk, np.broadcast_to(np.tensordot(Ut[s], dR, 1), (kl, 3, 3)), dR,
-                             np.tensordot(Ut[s], d2R, ([0], [1]))]) for s in range(r)]  # per u_r, as ``_layout``
-        T = np.concatenate([R[None], Rk, dR] + G)
+        D1 = (Ut @ dR.reshape(3, 9)).reshape(r, 1, 3, 3)  # sum_a u_r,theta_a dR_a
+        D2 = (Ut @ d2R.transpose(1, 0, 2, 3).reshape(3, 27)).reshape(r, 3, 3, 3)  # [r, a]: sum_b u_r,theta_b d2R_ab
+        G = np.concatenate([np.broadcast_to(R, (r, kl, 3, 3)), np.broadcast_to(D1, (r, kl, 3, 3)),
+                            np.broadcast_to(dR, (r, 3, 3, 3)), D2], 1)  # per u_r, as ``_layout``
+        T = np.concatenate([R[None], np.broadcast_to(R, (kl, 3, 3)), dR, G.reshape(-1, 3, 3)])
         tau = np.zeros((1 + k + r * k, 3))
         tau[0], tau[kl + 4:kl + 7] = self._centre64 + q[kl + 3:], np.eye(3)
         return (T,) + _layout(kl, r) + (V,), tau

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from scipy.linalg.lapack import dgesv
 
 from kinemesh.dynamics.eom import acceleration, acceleration_terms, latent_terms
 from kinemesh.dynamics.eom import energies as point_energies
@@ -183,10 +184,10 @@ def step_midpoint(system: System, state: State, dt: float, tol: float = 1e-6, ma
         if kin.J is not None:  # (None: a local model's evaluation without contact forces)
             K_c, C_c = contact_matrices(system, kin.x, kin.xd, kin.J)
             A = A + 0.25 * dt * dt * K_c.numpy() + 0.5 * dt * C_c.numpy()
-        try:
-            dv = -np.linalg.solve(A, M @ R)
-        except np.linalg.LinAlgError as exc:  # a singular iteration matrix: a failed step
-            raise StepRejected("singular implicit-solve matrix") from exc
+        dv, info = dgesv(A, M @ R)[2:]  # (LAPACK directly: numpy's solve costs ~4x more on a 14 x 14 matrix)
+        if info:  # a singular iteration matrix: a failed step
+            raise StepRejected("singular implicit-solve matrix")
+        dv = -dv
         if not np.isfinite(dv).all():
             raise StepRejected("non-finite state")
         v1 = v1 + dv
