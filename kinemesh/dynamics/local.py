@@ -63,6 +63,13 @@ class DenseBasis:
         return self.combine(a) - other.combine(b)
 
 
+MINUS_BLOCK = 512
+"""Points per numpy product of ``PolyBasis.minus``: (6 x 3F) x (3F x 512) for F = 45 stays below the ~0.5M
+multiply-adds above which OpenBLAS threads a product (2 x 65536 x 4), whose threads on the shared cores cost more
+than they save (``DenseBasis``); on one thread numpy's product is ~2.5x faster than torch's here (40 against 110 us
+for the bench beam's 1024 points)."""
+
+
 class PolyBasis:
     """The basis rows B = [x_a; J_a; G] of an anchor on a polynomial surrogate in coefficient form (``distilled``,
     issue 17), as terms: row b is sum over the terms t with row[t] = b of T[t] (V[vec[t]] C) + tau[b], i.e.
@@ -110,11 +117,11 @@ class PolyBasis:
         g = as_numpy(g)
         return 0.5 * (gram + gram.T), u @ g + total * (tau @ g)
 
-    def _coefs(self, a: np.ndarray) -> torch.Tensor:
-        """aK (m, 3, 3F) [., i, (j, f)] of coefficients a (m, n_b): sum_t (a E)_t T[t]_ij V[vec t, f]."""
+    def _coefs(self, a: np.ndarray) -> np.ndarray:
+        """aK (m, 3 3F) [., (i, j, f)] of coefficients a (m, n_b): sum_t (a E)_t T[t]_ij V[vec t, f]."""
         aE = a @ self._E  # (m, n_t)
         W = (aE[:, :, None] * self.T.reshape(-1, 9)).transpose(0, 2, 1) @ self.V[self.vec]  # (m, 9, F): [(i, j), f]
-        return torch.from_numpy(W.reshape(len(a), 3, -1))
+        return W.reshape(len(a), -1)
 
     def apply(self, f: torch.Tensor) -> np.ndarray:
         """B f (n_b,) for point forces f (P, 3)."""
@@ -125,16 +132,20 @@ class PolyBasis:
     def combine(self, a: np.ndarray, idx=slice(None)) -> np.ndarray:
         """a B as points (..., P, 3) float64 numpy for coefficients a (..., n_b); at points ``idx`` only (indices of
         one dimension or a (P,) mask): (..., n, 3). (a K) C: O(9 F (n_t + P)) per row of a."""
-        aK = self._coefs(a.reshape(-1, self.n_rows)).reshape(*a.shape[:-1], -1)
+        aK = torch.from_numpy(self._coefs(a.reshape(-1, self.n_rows)).reshape(*a.shape[:-1], -1))
         return self._points(aK, torch.from_numpy(a @ self.tau), self._C[:, idx])
 
     def minus(self, a: np.ndarray, other, b: np.ndarray) -> np.ndarray:
-        """a B - b B' (..., P, 3) for the rows B' of ``other`` and coefficients b (m, n_b): one product with the
-        dictionary when ``other`` is a PolyBasis of the same one (the anchors of a ``distilled`` block)."""
+        """a B - b B' (m, P, 3) for the rows B' of ``other`` and coefficients a, b (m, n_b) (m = 2: the disagreement
+        check): one product with the dictionary when ``other`` is a PolyBasis of the same one (the anchors of a
+        ``distilled`` block), in numpy, ``MINUS_BLOCK`` points at a time."""
         if not (isinstance(other, PolyBasis) and other._C is self._C):
             return self.combine(a) - other.combine(b)
-        return self._points((self._coefs(a) - other._coefs(b)).reshape(len(a), -1),
-                            torch.from_numpy(a @ self.tau - b @ other.tau), self._C)
+        W, C = (self._coefs(a) - other._coefs(b)).reshape(3 * len(a), -1), self._C.numpy()
+        X = np.empty((len(W), self.n_points))
+        for s in range(0, self.n_points, MINUS_BLOCK):
+            X[:, s:s + MINUS_BLOCK] = W @ C[:, s:s + MINUS_BLOCK]
+        return X.reshape(len(a), 3, -1).transpose(0, 2, 1) + (a @ self.tau - b @ other.tau)[:, None]
 
     @staticmethod
     def _points(aK: torch.Tensor, atau: torch.Tensor, C: torch.Tensor) -> np.ndarray:
