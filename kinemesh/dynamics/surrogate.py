@@ -154,9 +154,10 @@ class PolySurrogate:
         return self._dict[2]
 
     def moments(self, m: torch.Tensor, shift=None) -> tuple[np.ndarray, np.ndarray, float]:
-        """(S (F, 9F), mu (3, F) float64 numpy, sum_p m_p): the mass moments S[f, (j, j', f')] = sum_p m_p C[(j, f), p] C[(j', f'), p]
-        and mu[j, f] = sum_p m_p C[(j, f), p] of the ``dictionary`` C for point masses m (P,) kg, laid out for
-        ``local.PolyBasis.moments``. Cached per dictionary and masses."""
+        """(S (F, 9F), mu (3, F) float64 numpy, sum_p m_p): the mass moments
+        S[f, (j, j', f')] = sum_p m_p C[(j, f), p] C[(j', f'), p] and mu[j, f] = sum_p m_p C[(j, f), p] of the
+        ``dictionary`` C for point masses m (P,) kg, laid out for ``local.PolyBasis.moments``. Cached per dictionary
+        and masses."""
         C = self.dictionary(shift)
         cached = self._dict[3]
         if cached is None or not (cached[0] is m or torch.equal(cached[0], m)):
