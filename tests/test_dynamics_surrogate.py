@@ -240,6 +240,33 @@ def test_coefficient_form_reduced_model_equals_the_point_form_float64():
                                                                        rel=1e-9)
 
 
+def test_term_form_of_a_plain_surrogate_equals_its_rows_as_points_float64(monkeypatch):
+    """``PolyBasis`` of a surrogate without a floating frame (one term T = I per row) against the same rows as points
+    (``DenseBasis``): Gram matrix and gravity from the moments, forces, points at indices, and the check's difference
+    ``minus`` taken 7 points per numpy product (``MINUS_BLOCK``: 30 points in 5 blocks, the last one short)."""
+    from kinemesh.dynamics import local
+    from kinemesh.dynamics.local import DenseBasis, PolyBasis
+
+    monkeypatch.setattr(local, "MINUS_BLOCK", 7)
+    g = torch.Generator().manual_seed(4)
+    dec = QuadDecoder()
+    exps = exponents(3, 2)
+    sur = PolySurrogate(dec, torch.tensor([0.1, -0.2, 0.3], dtype=torch.float64), 0.7, exps,
+                        torch.randn(len(exps), 90, generator=g, dtype=torch.float64))
+    q, U = torch.tensor([0.4, 0.1, -0.5], dtype=torch.float64), torch.randn(2, 3, generator=g, dtype=torch.float64)
+    poly, other = PolyBasis(*sur.derivative_coefs(q, U), sur), PolyBasis(*sur.derivative_coefs(0.5 * q), sur)
+    dense, dense_other = DenseBasis(poly.rows.clone()), DenseBasis(other.rows.clone())
+    m, grav = torch.rand(30, generator=g, dtype=torch.float64), torch.tensor([0.3, -0.2, -9.8], dtype=torch.float64)
+    f = torch.randn(30, 3, generator=g, dtype=torch.float64)
+    a = torch.randn(2, poly.n_rows, generator=g, dtype=torch.float64).numpy()
+    b = torch.randn(2, other.n_rows, generator=g, dtype=torch.float64).numpy()
+    pairs = list(zip(poly.moments(m, grav), dense.moments(m, grav))) + [
+        (poly.apply(f), dense.apply(f)), (poly.combine(a, [3, 17, 29]), dense.combine(a, [3, 17, 29])),
+        (poly.minus(a, other, b), dense.minus(a, dense_other, b))]
+    for x, y in pairs:
+        assert float(np.abs(y).max()) > 0 and float(np.abs(x - y).max()) <= 1e-10 * float(np.abs(y).max())
+
+
 def test_exact_midpoint_step_on_a_surrogate_uses_exact_anchors_float64():
     """``step_midpoint`` on a surrogate (no ``local`` model: the frames ``distilled`` redoes exactly) evaluates exact
     anchors (no finite differences): its acceleration equals the forward-mode (jvp) path on the same polynomial

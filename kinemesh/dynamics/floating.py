@@ -14,6 +14,7 @@ mass matrix, Coriolis and centrifugal terms follow from differentiating this map
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -89,6 +90,20 @@ def _rotation_derivatives(th: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
     return R, dR, d2R
 
 
+@functools.lru_cache(maxsize=None)
+def _layout(kl: int, r: int) -> tuple[np.ndarray, np.ndarray]:
+    """(vec, row) of the terms of ``FloatingDecoder.derivative_coefs`` with kl latent coordinates and r directions:
+    x, the kl latent and 3 rotation rows of J, then per direction the kl latent rows of G (two terms each) and its
+    3 rotation rows (two terms each); vectors V = [phi; phi_i (kl); phi_ri (r kl); w_r (r)]."""
+    k, ar, lat = kl + RIGID_DIMS, np.arange(3), np.arange(kl)
+    vec, row = [np.zeros(1, int), 1 + lat, np.zeros(3, int)], [np.zeros(1, int), 1 + lat, 1 + kl + ar]
+    for s in range(r):
+        g = 1 + k + s * k  # row of G[s, 0]
+        vec += [1 + kl + s * kl + lat, 1 + lat, np.full(3, 1 + kl + r * kl + s), np.zeros(3, int)]
+        row += [g + lat, g + lat, g + kl + ar, g + kl + ar]
+    return np.concatenate(vec), np.concatenate(row)
+
+
 class FloatingDecoder:
     """An InstanceDecoder with six rigid-body coordinates appended: q_full (..., k + 6) = [q, theta, t].
 
@@ -132,37 +147,31 @@ class FloatingDecoder:
             inner, inverse = torch.unique(q[:, :self.k_latent], dim=0, return_inverse=True)
             return self._rigid(q, self.decoder.points(inner)[inverse])
 
-    def derivative_coefs(self, q: torch.Tensor, U: torch.Tensor | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """x, J = dx/dq and G[r, i] = H[u_r, e_i] (rows u_r of U (r, k + 6), None: r = 0) at q (k + 6,), exact, in
-        coefficient form (``local.PolyBasis``) for a wrapped decoder with ``derivative_rows``
-        (``surrogate.PolySurrogate``): (K (n_b, 3, 3, F), tau (n_b, 3)), row b = sum_{j, f} K[b, :, j, f] C[f, :, j]
-        + tau[b] for the ``dictionary`` C, n_b = 1 + (k + 6)(1 + r). Composed through x = R(theta) y(q) + c + t,
-        y = phi(q) C (the centre c taken off the constant monomial's coefficients), with the monomial rows
-        phi, phi_i, phi_ri of y, J_y, H_y[u_r, e_i] (``derivative_rows``) and dR, d2R of ``rotation_derivatives``:
-        K[b] = sum_s T_s (x) A[b, s] over T = (R, dR_a, d2R_ab), where x: R phi, latent i: R phi_i, theta_a:
-        dR_a phi, t_a: tau = e_a; H[e_i, e_j] -> R, H[e_i, theta_a] -> dR_a phi_i, H[theta_a, theta_b] -> d2R_ab
-        phi, translation rows 0. float64."""
+    def derivative_coefs(self, q: torch.Tensor, U: torch.Tensor | None = None) -> tuple[tuple, np.ndarray]:
+        """x, J = dx/dq and G[r, i] = H[u_r, e_i] (rows u_r of U (r, k + 6), None: r = 0) at q (k + 6,), exact, in the
+        term form of ``local.PolyBasis`` for a wrapped decoder with ``derivative_rows`` (``surrogate.PolySurrogate``):
+        ((T (n_t, 3, 3), vec, row, V (n_v, F)), tau (n_b, 3)), row b = sum over the terms t of row b of
+        T[t] (V[vec[t]] C) + tau[b] for the ``dictionary`` C, n_b = 1 + (k + 6)(1 + r). Composed through
+        x = R(theta) y(q) + c + t, y = phi(q) C (the centre c taken off the constant monomial's coefficients), with
+        the monomial rows V = [phi; phi_i; phi_ri; w_r] of y, J_y, H_y[u_r, e_i] (``derivative_rows``) and
+        w_r = sum_i u_ri phi_i, and dR, d2R of ``rotation_derivatives``: x: (R, phi), latent i: (R, phi_i), theta_a:
+        (dR_a, phi), t_a: tau = e_a; G[r, i] latent: (R, phi_ri) + (sum_a u_r,theta_a dR_a, phi_i); G[r, theta_a]:
+        (dR_a, w_r) + (sum_b u_r,theta_b d2R_ab, phi); translation rows 0. float64."""
         kl, k = self.k_latent, self.k_latent + RIGID_DIMS
         q = as_numpy(q)  # numpy from here on (a few us per small op instead of torch's tens)
         U = np.zeros((0, k)) if U is None else as_numpy(U)
         Ul, Ut, r = U[:, :kl], U[:, kl:kl + 3], len(U)
         Phi = self.decoder.derivative_rows(q[:kl], Ul)  # (1 + kl + r kl, F)
-        y, Jy, Gy = Phi[0], Phi[1:kl + 1], Phi[kl + 1:].reshape(r, kl, Phi.shape[1])
         R, dR, d2R = _rotation_derivatives(q[kl:kl + 3])
-        T = np.concatenate([R[None], dR, d2R.reshape(9, 3, 3)])  # (13, 3, 3): R, dR_a (1 + a), d2R_ab (4 + 3a + b)
-        A, tau = np.zeros((1 + k + r * k, 13, len(y))), np.zeros((1 + k + r * k, 3))
-        ar = np.arange(3)
-        A[0, 0], tau[0] = y, self._centre64 + q[kl + 3:]
-        A[1:kl + 1, 0] = Jy
-        A[1 + kl + ar, 1 + ar] = y
-        tau[kl + 4:kl + 7] = np.eye(3)
-        G = A[1 + k:].reshape(r, k, 13, len(y))  # a view
-        G[:, :kl, 0] = Gy
-        G[:, :kl, 1:4] = Ut[:, None, :, None] * Jy[None, :, None, :]
-        G[:, kl + ar, 1 + ar] = (Ul @ Jy)[:, None]
-        for a in range(3):
-            G[:, kl + a, 4 + 3 * a:7 + 3 * a] = Ut[:, :, None] * y
-        return (T.reshape(13, 9).T @ A).reshape(len(A), 3, 3, len(y)), tau  # K[b, i, j, f]
+        V = np.concatenate([Phi, Ul @ Phi[1:kl + 1]])  # [phi; phi_i; phi_ri; w_r]
+        D1 = (Ut @ dR.reshape(3, 9)).reshape(r, 1, 3, 3)  # sum_a u_r,theta_a dR_a
+        D2 = (Ut @ d2R.transpose(1, 0, 2, 3).reshape(3, 27)).reshape(r, 3, 3, 3)  # [r, a]: sum_b u_r,theta_b d2R_ab
+        G = np.concatenate([np.broadcast_to(R, (r, kl, 3, 3)), np.broadcast_to(D1, (r, kl, 3, 3)),
+                            np.broadcast_to(dR, (r, 3, 3, 3)), D2], 1)  # per u_r, as ``_layout``
+        T = np.concatenate([R[None], np.broadcast_to(R, (kl, 3, 3)), dR, G.reshape(-1, 3, 3)])
+        tau = np.zeros((1 + k + r * k, 3))
+        tau[0], tau[kl + 4:kl + 7] = self._centre64 + q[kl + 3:], np.eye(3)
+        return (T,) + _layout(kl, r) + (V,), tau
 
     def dictionary(self) -> np.ndarray:
         """The wrapped surrogate's ``dictionary`` (3F, P) with the centre c taken off (``derivative_coefs``)."""

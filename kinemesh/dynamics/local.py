@@ -63,24 +63,37 @@ class DenseBasis:
         return self.combine(a) - other.combine(b)
 
 
+MINUS_BLOCK = 512
+"""Points per numpy product of ``PolyBasis.minus``: (6 x 3F) x (3F x 512) for F = 45 stays below the ~0.5M
+multiply-adds above which OpenBLAS threads a product (2 x 65536 x 4), whose threads on the shared cores cost more
+than they save (``DenseBasis``); on one thread numpy's product is ~2.5x faster than torch's here (40 against 110 us
+for the bench beam's 1024 points)."""
+
+
 class PolyBasis:
     """The basis rows B = [x_a; J_a; G] of an anchor on a polynomial surrogate in coefficient form (``distilled``,
-    issue 17): B[b, p, i] = sum_{j, f} K[b, i, j, f] C[f, p, j] + tau[b, i], C (F, P, 3) the surrogate's
-    dictionary (``PolySurrogate.dictionary``: its coefficients, under a floating frame with the centre off the
-    constant one), so that with the mass moments S = sum_p m_p C_p C_p^T (3F, 3F), mu = sum_p m_p C_p (3F,) and
-    m_tot (``PolySurrogate.moments``, once per surrogate and masses), with u_b = K_b mu (3,),
+    issue 17), as terms: row b is sum over the terms t with row[t] = b of T[t] (V[vec[t]] C) + tau[b], i.e.
+    B[b, p] = sum_t T[t] y_t(p) + tau[b] with y_t(p)_j = sum_f V[vec[t], f] C[(j, f), p], for C (3F, P) the
+    surrogate's dictionary (``PolySurrogate.dictionary``: its coefficients, under a floating frame with the centre
+    off the constant one), T (n_t, 3, 3) matrices (I, or R(theta) and its derivatives under a floating frame) and
+    V (n_v, F) monomial rows (``derivative_coefs``). With the mass moments S_jj'[f, f'] = sum_p m_p C[(j, f), p]
+    C[(j', f'), p], mu and m_tot (``PolySurrogate.moments``, once per surrogate and masses),
 
-        B W B^T = sum_i K_i S K_i^T + u tau^T + tau u^T + m_tot tau tau^T,   B W g = u g + m_tot tau g,
+        Q[a, j, j', b] = V_a S_jj' V_b^T,   (B W B^T)_tt' = sum_{i, j, j'} T[t]_ij T[t']_ij' Q[vec t, j, j', vec t'],
 
-    cost O(n_b (3F)^2) per anchor instead of O(n_b P) points of x, J, G and O(n_b^2 P) of their Gram matrix.
-    Points are formed only where asked (``combine``). ``source``: the decoder whose ``dictionary()`` and
-    ``moments(m)`` K refers to (``derivative_coefs``). Products in torch (:class:`DenseBasis`)."""
+    summed over the terms of each row, plus u tau^T + tau u^T + m_tot tau tau^T with u_t = T[t] (mu V_vec[t]), and
+    B W g = u g + m_tot tau g: O(n_v (9 F^2 + 9 F n_v) + n_t^2) per anchor instead of O(n_b (3F)^2) for the rows
+    as (3F)-vectors or O(n_b^2 P) as points. Points are formed only where asked (``combine``). ``source``: the
+    decoder whose ``dictionary()`` and ``moments(m)`` the terms refer to. Products over the points in torch
+    (:class:`DenseBasis`), the small ones in numpy."""
 
-    def __init__(self, K: np.ndarray, tau: np.ndarray, source):
-        self.K = torch.from_numpy(np.ascontiguousarray(K).reshape(K.shape[0], 3, -1))  # (n_b, 3, 3F): [b, i, (j, f)]
-        self.tau, self.source = torch.from_numpy(tau), source
+    def __init__(self, terms: tuple, tau: np.ndarray, source):
+        self.T, self.vec, row, self.V = terms  # (n_t, 3, 3), (n_t,), (n_t,), (n_v, F)
+        self.tau, self.source, self.n_rows = tau, source, len(tau)
+        self._E = np.zeros((self.n_rows, len(row)))  # (n_b, n_t): term t belongs to row[t]
+        self._E[row, np.arange(len(row))] = 1.0
         self._C = source.dictionary()  # (3F, P): C[(j, f), p]
-        self._rows, self.n_rows, self.n_points = None, len(self.K), self._C.shape[1]
+        self._rows, self.n_points = None, self._C.shape[1]
 
     @property
     def rows(self) -> torch.Tensor:
@@ -90,32 +103,49 @@ class PolyBasis:
         return self._rows
 
     def moments(self, m: torch.Tensor, g: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-        """(B W B^T (n_b, n_b), B W g (n_b,)) for point masses m (P,) kg and gravity g (3,) (class docstring)."""
-        S, mu, total = self.source.moments(m)
-        nb, K, tau = len(self.K), self.K, self.tau
-        u = K @ mu  # (n_b, 3)
-        gram = (K.reshape(3 * nb, -1) @ S).reshape(nb, -1) @ K.reshape(nb, -1).T
+        """(B W B^T (n_b, n_b), B W g (n_b,)) for point masses m (P,) kg and gravity g (3,) (class docstring). numpy:
+        each product is below ~0.5M multiply-adds, which OpenBLAS keeps on one thread."""
+        S, mu, total = self.source.moments(m)  # (F, 9F), (3, F)
+        T, V, vec, tau, E = self.T, self.V, self.vec, self.tau, self._E
+        nv, nt, F = len(V), len(T), V.shape[1]
+        Q = ((V @ S).reshape(9 * nv, F) @ V.T).reshape(nv, 3, 3 * nv)  # [a, j, (j', b)]
+        # [t', t, (i, j')] = sum_j T[t]_ij Q[vec t, j, j', vec t'], then summed with T[t']_ij' over (i, j')
+        P = (T @ Q[vec]).reshape(nt, 9, nv).transpose(2, 0, 1)[vec]
+        gram = E @ (P @ T.reshape(nt, 9, 1))[..., 0].T @ E.T
+        u = E @ (T @ (V @ mu.T)[vec][..., None])[..., 0]  # (n_b, 3)
         gram += u @ tau.T + tau @ u.T + total * tau @ tau.T
-        return 0.5 * (gram + gram.T).numpy(), (u @ g + total * (tau @ g)).numpy()
+        g = as_numpy(g)
+        return 0.5 * (gram + gram.T), u @ g + total * (tau @ g)
+
+    def _coefs(self, a: np.ndarray) -> np.ndarray:
+        """aK (m, 3 3F) [., (i, j, f)] of coefficients a (m, n_b): sum_t (a E)_t T[t]_ij V[vec t, f]."""
+        aE = a @ self._E  # (m, n_t)
+        W = (aE[:, :, None] * self.T.reshape(-1, 9)).transpose(0, 2, 1) @ self.V[self.vec]  # (m, 9, F): [(i, j), f]
+        return W.reshape(len(a), -1)
 
     def apply(self, f: torch.Tensor) -> np.ndarray:
         """B f (n_b,) for point forces f (P, 3)."""
-        return (torch.einsum("bin,ni->b", self.K, self._C @ f) + self.tau @ f.sum(0)).numpy()
+        Cf = (self._C @ f).numpy().reshape(3, -1, 3)  # [j, f, i] = sum_p C[(j, f), p] f_p,i
+        W = np.einsum("af,jfi->aij", self.V, Cf)  # (n_v, 3, 3)
+        return self._E @ (self.T * W[self.vec]).sum((1, 2)) + self.tau @ as_numpy(f).sum(0)
 
     def combine(self, a: np.ndarray, idx=slice(None)) -> np.ndarray:
         """a B as points (..., P, 3) float64 numpy for coefficients a (..., n_b); at points ``idx`` only (indices of
-        one dimension or a (P,) mask): (..., n, 3). (a K) C: O(3F (n_b + P)) per row of a."""
-        a = torch.from_numpy(a)
-        return self._points(a @ self.K.reshape(len(self.K), -1), a @ self.tau, self._C[:, idx])
+        one dimension or a (P,) mask): (..., n, 3). (a K) C: O(9 F (n_t + P)) per row of a."""
+        aK = torch.from_numpy(self._coefs(a.reshape(-1, self.n_rows)).reshape(*a.shape[:-1], -1))
+        return self._points(aK, torch.from_numpy(a @ self.tau), self._C[:, idx])
 
     def minus(self, a: np.ndarray, other, b: np.ndarray) -> np.ndarray:
-        """a B - b B' (..., P, 3) for the rows B' of ``other`` and coefficients b: one product with the dictionary
-        when ``other`` is a PolyBasis of the same one (the anchors of a ``distilled`` block)."""
+        """a B - b B' (m, P, 3) for the rows B' of ``other`` and coefficients a, b (m, n_b) (m = 2: the disagreement
+        check): one product with the dictionary when ``other`` is a PolyBasis of the same one (the anchors of a
+        ``distilled`` block), in numpy, ``MINUS_BLOCK`` points at a time."""
         if not (isinstance(other, PolyBasis) and other._C is self._C):
             return self.combine(a) - other.combine(b)
-        a, b = torch.from_numpy(a), torch.from_numpy(b)
-        return self._points(a @ self.K.reshape(len(self.K), -1) - b @ other.K.reshape(len(other.K), -1),
-                            a @ self.tau - b @ other.tau, self._C)
+        W, C = (self._coefs(a) - other._coefs(b)).reshape(3 * len(a), -1), self._C.numpy()
+        X = np.empty((len(W), self.n_points))
+        for s in range(0, self.n_points, MINUS_BLOCK):
+            X[:, s:s + MINUS_BLOCK] = W @ C[:, s:s + MINUS_BLOCK]
+        return X.reshape(len(a), 3, -1).transpose(0, 2, 1) + (a @ self.tau - b @ other.tau)[:, None]
 
     @staticmethod
     def _points(aK: torch.Tensor, atau: torch.Tensor, C: torch.Tensor) -> np.ndarray:
@@ -269,8 +299,8 @@ def anchor(system: System, q: torch.Tensor, directions=(), tol: float = 1e-3) ->
     U = torch.from_numpy(U)
     dec = system.decoder
     if exact_derivatives(dec):
-        K, tau = dec.derivative_coefs(q.detach().double(), U)  # ``distilled``: exact, also through a floating frame
-        return LocalModel(q.double().clone(), U, PolyBasis(K, tau, dec))
+        terms, tau = dec.derivative_coefs(q.detach().double(), U)  # ``distilled``: exact, also through a floating frame
+        return LocalModel(q.double().clone(), U, PolyBasis(terms, tau, dec))
     qq = q.detach().to(dt)
     E = torch.eye(k, dtype=dt)
     with torch.no_grad():

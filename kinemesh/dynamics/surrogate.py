@@ -134,12 +134,13 @@ class PolySurrogate:
             rows.append((as_numpy(U) @ D2).reshape(len(U) * k, -1))
         return np.concatenate(rows)
 
-    def derivative_coefs(self, q: torch.Tensor, U: torch.Tensor | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """x, J = dx/dq and G[r, i] = H[u_r, e_i] at q (k,) (``derivative_rows``), exact, in coefficient form
-        (``local.PolyBasis``): (K (n_b, 3, 3, F), tau (n_b, 3)) with row b = sum_{j, f} K[b, :, j, f] C[f, :, j]
-        + tau[b] for the ``dictionary`` C, n_b = 1 + k + r k; here K[b, i, j, f] = delta_ij R[b, f], tau = 0."""
+    def derivative_coefs(self, q: torch.Tensor, U: torch.Tensor | None = None) -> tuple[tuple, np.ndarray]:
+        """x, J = dx/dq and G[r, i] = H[u_r, e_i] at q (k,) (``derivative_rows``), exact, in the term form of
+        ``local.PolyBasis``: ((T (n_b, 3, 3), vec, row, V (n_b, F)), tau (n_b, 3)), one term per row b with T = I,
+        V[b] = R[b] (row b = R[b] C for the ``dictionary`` C, n_b = 1 + k + r k), tau = 0."""
         R = self.derivative_rows(q, U)
-        return np.eye(3)[None, :, :, None] * R[:, None, None, :], np.zeros((len(R), 3))
+        idx = np.arange(len(R))
+        return (np.broadcast_to(np.eye(3), (len(R), 3, 3)), idx, idx, R), np.zeros((len(R), 3))
 
     def dictionary(self, shift=None) -> torch.Tensor:
         """C[(j, f), p] (3F, P) float64: the coefficients per coordinate j and monomial f, ``shift`` (3,) metres
@@ -152,13 +153,17 @@ class PolySurrogate:
             self._dict = (self.coef, key, C.permute(2, 0, 1).reshape(-1, C.shape[1]).contiguous(), None)
         return self._dict[2]
 
-    def moments(self, m: torch.Tensor, shift=None) -> tuple[torch.Tensor, torch.Tensor, float]:
-        """(S = sum_p m_p C_p C_p^T (3F, 3F), mu = sum_p m_p C_p (3F,), sum_p m_p) of the ``dictionary`` C for point
-        masses m (P,) kg (``local.PolyBasis``). Cached per dictionary and masses."""
+    def moments(self, m: torch.Tensor, shift=None) -> tuple[np.ndarray, np.ndarray, float]:
+        """(S (F, 9F), mu (3, F) float64 numpy, sum_p m_p): the mass moments
+        S[f, (j, j', f')] = sum_p m_p C[(j, f), p] C[(j', f'), p] and mu[j, f] = sum_p m_p C[(j, f), p] of the
+        ``dictionary`` C for point masses m (P,) kg, laid out for ``local.PolyBasis.moments``. Cached per dictionary
+        and masses."""
         C = self.dictionary(shift)
         cached = self._dict[3]
         if cached is None or not (cached[0] is m or torch.equal(cached[0], m)):
-            cached = (m, (C * m) @ C.T, C @ m, float(m.sum()))
+            F = len(self.exps)
+            S = ((C * m) @ C.T).reshape(3, F, 3, F).permute(1, 0, 2, 3).reshape(F, 9 * F).contiguous()
+            cached = (m, S.numpy(), (C @ m).reshape(3, F).numpy(), float(m.sum()))
             self._dict = self._dict[:3] + (cached,)
         return cached[1:]
 

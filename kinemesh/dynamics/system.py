@@ -38,6 +38,8 @@ def dtype_of(decoder) -> torch.dtype:
 def as_numpy(x) -> np.ndarray:
     """x (a tensor or array) as float64 numpy (a view where it can)."""
     if isinstance(x, torch.Tensor):
+        if x.dtype is torch.float64 and x.is_cpu and not x.requires_grad:  # the rollouts' case, ~25 calls a frame:
+            return x.numpy()  # without the detach and cast calls (1.7 instead of 2.4 us)
         return x.detach().to("cpu", torch.float64).numpy()
     return np.asarray(x, dtype=np.float64)
 
