@@ -125,6 +125,19 @@ def test_open_flap_hinged_on_contact_edge():
     assert "moved_to_panel_edge" not in pr2.info and np.allclose(pr2.origin, [0, 0.2, 0.3])
 
 
+def test_eyeglass_temple_hinged_on_the_strip_at_its_end():
+    """A temple (a 50 x 10 cm plate, 4 mm thick) touching the frame's side in a strip at its front end over 0.65
+    of its height (the frame's 5.5 cm and the 1 cm contact tolerance) (a real validation pair read it turning about its length, 82 deg off): the hinge runs along
+    that strip, vertically."""
+    frame = _part("frame", ([-0.02, -0.3, 0.0], [0.0, 0.0, 0.055]))
+    temple = _part("temple", ([0.0, -0.3, 0.0], [0.5, -0.296, 0.1]))
+    along_length = np.array([1.0, 0.0, 0.0])  # the network's reading
+    lines = panel_hinge(temple, frame, [], along_length, np.array([0.25, -0.298, 0.05]), 0.5)
+    assert len(lines) == 1 and lines[0][2] == "contact strip"
+    axis, point, _ = lines[0]
+    assert axis_angle_error_deg(axis, [0, 0, 1]) < 1.0 and abs(point[0]) < 0.01  # at the front end
+
+
 def test_blade_turning_in_its_plane_kept():
     # a folding knife: a flat blade touching its handle along the blade's short end; it turns about its
     # normal, so a strip across the short side is no hinge cue
