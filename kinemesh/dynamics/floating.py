@@ -136,17 +136,20 @@ def _rotation_derivatives(th: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 @functools.lru_cache(maxsize=None)
-def _layout(kl: int, r: int) -> tuple[np.ndarray, np.ndarray]:
-    """(vec, row) of the terms of ``FloatingDecoder.derivative_coefs`` with kl latent coordinates and r directions:
-    x, the kl latent and 3 rotation rows of J, then per direction the kl latent rows of G (two terms each) and its
-    3 rotation rows (two terms each); vectors V = [phi; phi_i (kl); phi_ri (r kl); w_r (r)]."""
+def _layout(kl: int, r: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(vec, row, mat) of the terms of ``FloatingDecoder.derivative_coefs`` with kl latent coordinates and r
+    directions: x, the kl latent and 3 rotation rows of J, then per direction the kl latent rows of G (two terms
+    each) and its 3 rotation rows (two terms each); vectors V = [phi; phi_i (kl); phi_ri (r kl); w_r (r)], matrices
+    [R; dR_a (3); D1_r (r); D2_ra (3 r)] (``derivative_coefs``)."""
     k, ar, lat = kl + RIGID_DIMS, np.arange(3), np.arange(kl)
     vec, row = [np.zeros(1, int), 1 + lat, np.zeros(3, int)], [np.zeros(1, int), 1 + lat, 1 + kl + ar]
+    mat = [np.zeros(1 + kl, int), 1 + ar]
     for s in range(r):
         g = 1 + k + s * k  # row of G[s, 0]
         vec += [1 + kl + s * kl + lat, 1 + lat, np.full(3, 1 + kl + r * kl + s), np.zeros(3, int)]
         row += [g + lat, g + lat, g + kl + ar, g + kl + ar]
-    return np.concatenate(vec), np.concatenate(row)
+        mat += [np.zeros(kl, int), np.full(kl, 4 + s), 1 + ar, 4 + r + 3 * s + ar]
+    return np.concatenate(vec), np.concatenate(row), np.concatenate(mat)
 
 
 class FloatingDecoder:
@@ -209,14 +212,13 @@ class FloatingDecoder:
         Phi = self.decoder.derivative_rows(q[:kl], Ul)  # (1 + kl + r kl, F)
         R, dR, d2R = _rotation_derivatives(q[kl:kl + 3])
         V = np.concatenate([Phi, Ul @ Phi[1:kl + 1]])  # [phi; phi_i; phi_ri; w_r]
-        D1 = (Ut @ dR.reshape(3, 9)).reshape(r, 1, 3, 3)  # sum_a u_r,theta_a dR_a
-        D2 = (Ut @ d2R.transpose(1, 0, 2, 3).reshape(3, 27)).reshape(r, 3, 3, 3)  # [r, a]: sum_b u_r,theta_b d2R_ab
-        G = np.concatenate([np.broadcast_to(R, (r, kl, 3, 3)), np.broadcast_to(D1, (r, kl, 3, 3)),
-                            np.broadcast_to(dR, (r, 3, 3, 3)), D2], 1)  # per u_r, as ``_layout``
-        T = np.concatenate([R[None], np.broadcast_to(R, (kl, 3, 3)), dR, G.reshape(-1, 3, 3)])
+        D1 = (Ut @ dR.reshape(3, 9)).reshape(r, 3, 3)  # sum_a u_r,theta_a dR_a
+        D2 = (Ut @ d2R.transpose(1, 0, 2, 3).reshape(3, 27)).reshape(3 * r, 3, 3)  # [r, a]: sum_b u_r,theta_b d2R_ab
+        vec, row, mat = _layout(kl, r)
+        T = np.concatenate([R[None], dR, D1, D2])[mat]  # the distinct matrices, one per term as ``_layout``
         tau = np.zeros((1 + k + r * k, 3))
         tau[0], tau[kl + 4:kl + 7] = self._centre64 + q[kl + 3:], np.eye(3)
-        return (T,) + _layout(kl, r) + (V,), tau
+        return (T, vec, row, V), tau
 
     def dictionary(self) -> np.ndarray:
         """The wrapped surrogate's ``dictionary`` (3F, P) with the centre c taken off (``derivative_coefs``)."""
