@@ -168,6 +168,61 @@ def test_equations_of_motion_match_autograd_euler_lagrange_with_forces_and_dampi
     assert torch.allclose(qdd, qdd_ref, rtol=1e-8, atol=1e-10)
 
 
+def _stretch(points, scale=1.0):
+    """A ``Stretch`` on the 4-nearest-neighbour graph of ``points`` (P, 3), rest lengths ``scale`` x theirs."""
+    from kinemesh.dynamics.system import Stretch, stretch_graph
+
+    i, j = (torch.as_tensor(e) for e in stretch_graph(points.numpy(), 4))
+    return Stretch(i, j, scale * torch.linalg.norm(points[i] - points[j], dim=-1), 3.0)
+
+
+def test_stretch_energy_gradient_and_hessian_match_float64_finite_differences():
+    """The cloth's stretching energy V = sum_e k / 2 (l_e - L_e)^2 / L_e: dV/dx and, with every edge stretched, the
+    Hessian (``Stretch.stiffness_matrix`` with J = I) equal central differences; compressed edges keep the matrix
+    positive semi-definite; in q the forces of ``generalized_forces`` are -dV/dq through a nonlinear decoder and the
+    implicit solve's ``stiffness_matrix`` is d2V/dq2 through a linear one (float64)."""
+    from kinemesh.dynamics.eom import generalized_forces, kinematics
+    from kinemesh.dynamics.integrators import stiffness_matrix
+    from kinemesh.dynamics.system import stretch_graph
+
+    g = torch.Generator().manual_seed(4)
+    rest = torch.rand(12, 3, generator=g, dtype=torch.float64)
+    st = _stretch(rest)
+    i, j = stretch_graph(rest.numpy(), 4)
+    assert (i < j).all() and len(set(zip(i, j))) == len(i) and len(i) >= 24
+    assert float(st.energy(rest)) == 0 and float(st.gradient(rest).abs().max()) == 0
+    x = 1.3 * rest + 0.01 * torch.randn(12, 3, generator=g, dtype=torch.float64)  # every edge stretched
+    assert bool((torch.linalg.norm(x[st.i] - x[st.j], dim=-1) > st.length).all())
+    eps, E = 1e-6, torch.eye(36, dtype=torch.float64).reshape(36, 12, 3)
+    grad_fd = torch.stack([(st.energy(x + eps * e) - st.energy(x - eps * e)) / (2 * eps) for e in E]).reshape(12, 3)
+    assert torch.allclose(st.gradient(x), grad_fd, rtol=1e-7, atol=1e-9)
+    H_fd = torch.stack([((st.gradient(x + eps * e) - st.gradient(x - eps * e)) / (2 * eps)).reshape(-1) for e in E])
+    H = st.stiffness_matrix(x, E)
+    assert float(H_fd.abs().max()) > 1 and torch.allclose(H, H_fd, rtol=1e-6, atol=1e-6)
+    assert float(torch.linalg.eigvalsh(st.stiffness_matrix(0.7 * rest, E)).min()) > -1e-10  # compressed
+    # in q, through a nonlinear decoder: generalized forces = -dV/dq
+    sysm = toy_system(gravity=False, stiffness=0.0, derivatives="jvp")
+    sysm.stretch = _stretch(sysm.decoder.rest_points, 0.9)
+    q = torch.tensor([0.3, -0.2, 0.4], dtype=torch.float64)
+    dV = torch.stack([(potential_energy(sysm, q + 1e-6 * e) - potential_energy(sysm, q - 1e-6 * e)) / 2e-6
+                      for e in torch.eye(3, dtype=torch.float64)])
+    Q = generalized_forces(sysm, q, kinematics(sysm, q), 0.0)
+    assert float(dV.abs().max()) > 1e-2 and torch.allclose(Q, -dV, rtol=1e-6, atol=1e-9)
+    # through a linear decoder whose first coordinate scales the sheet (every edge stretched at q_0 = 0.5)
+    lin = toy_system(gravity=False, stiffness=0.0, derivatives="jvp")
+    lin.decoder.c = 0.0
+    lin.decoder.A[0] = 0.5 * lin.decoder.rest_points.reshape(-1)
+    lin.decoder.A[1:] *= 0.1
+    lin.stretch = _stretch(lin.decoder.rest_points)
+    q = torch.tensor([0.5, 0.05, -0.05], dtype=torch.float64)
+    kin = kinematics(lin, q)
+    K_fd = torch.stack([-(generalized_forces(lin, q + 1e-6 * e, kinematics(lin, q + 1e-6 * e), 0.0)
+                          - generalized_forces(lin, q - 1e-6 * e, kinematics(lin, q - 1e-6 * e), 0.0)) / 2e-6
+                        for e in torch.eye(3, dtype=torch.float64)])
+    K = torch.from_numpy(stiffness_matrix(lin, q, kin.J, x=kin.x))
+    assert torch.allclose(K, K_fd, rtol=1e-6, atol=1e-8 * float(K_fd.abs().max()))
+
+
 @pytest.mark.parametrize("integrator,frames", [("midpoint", 201), ("rk4", 41)])
 def test_energy_conserved_without_damping_over_1000_steps(integrator, frames):
     """The default integrator: relative drift of total energy < 1 % over 1000 steps (RK4: 200 steps)."""

@@ -171,6 +171,42 @@ def test_reduced_local_path_equals_the_per_point_path_float64():
     assert torch.allclose(torch.as_tensor(rc.terms(cons, q1, qd, 0.0)[0]), H, rtol=1e-7, atol=1e-9)
 
 
+def test_reduced_local_path_with_a_stretching_energy_float64():
+    """The cloth's stretching energy (``system.Stretch``) on the reduced local path: its forces, energy and
+    stiffness matrix equal the per-point path to 1e-10 relative, and its forces are -dV/dq of the reduced energies
+    (float64 central differences)."""
+    from kinemesh.dynamics.eom import energies, generalized_forces
+    from kinemesh.dynamics.integrators import stiffness_matrix
+    from kinemesh.dynamics.system import Stretch, stretch_graph
+
+    rp = floating_system().decoder.rest_points
+    i, j = (torch.as_tensor(e) for e in stretch_graph(rp.numpy(), 6))
+    st = Stretch(i, j, 0.9 * torch.linalg.norm(rp[i] - rp[j], dim=-1), 5.0)  # stretched at rest
+    sysm = floating_system(forces=[], damping_mass=0.0, stretch=st)
+    k = sysm.dim
+    gen = torch.Generator().manual_seed(5)
+    q = 0.3 * torch.randn(k, generator=gen, dtype=torch.float64)
+    m = anchor(sysm, q, [torch.randn(k, generator=gen, dtype=torch.float64)])
+    q1 = q + 0.1 * torch.randn(k, generator=gen, dtype=torch.float64)
+    qd = torch.randn(k, generator=gen, dtype=torch.float64)
+    kin = m.kinematics(q1, qd)
+    red = m.reduced(sysm)
+    M, rhs, rk = red.terms(sysm, q1, qd, 0.0)
+
+    def close(a, b):
+        scale = float(torch.as_tensor(b).abs().max())
+        assert scale > 0 and float((torch.as_tensor(a) - torch.as_tensor(b)).abs().max()) <= 1e-10 * scale
+
+    close(rhs, generalized_forces(sysm, q1, kin, 0.0) - torch.einsum("ipc,p,pc->i", kin.J, sysm.point_mass,
+                                                                         kin.hqq))
+    close(stiffness_matrix(sysm, q1, rk.J, rk.hj, x=rk.x), stiffness_matrix(sysm, q1, kin.J, x=kin.x))
+    close(red.energies(sysm, q1, qd)["potential"], energies(sysm, State(q1, qd), kin.x, kin.xd)["potential"])
+    assert float(st.energy(kin.x)) > 1e-3
+    zero = torch.zeros(k, dtype=torch.float64)
+    dV = _jac(lambda z: torch.tensor(red.energies(sysm, z, zero)["potential"], dtype=torch.float64), q1, 1e-6)
+    close(red.terms(sysm, q1, zero, 0.0)[1], -dV)
+
+
 @pytest.mark.parametrize("stiffness", [2.0, 0.0])
 def test_local_rollout_agrees_with_network_rollout_on_toy_cabinet(stiffness):
     """The lid falls under gravity into a barrier while the drawer slides (tanh-curved joints, nonlinear mass

@@ -66,7 +66,7 @@ def add_simulation_arguments(p) -> None:
                         "(0 = no restoring force, e.g. a free hinge; default per kind: articulated 0, "
                         "elastic 2, cloth 1)")
     g.add_argument("--damping", type=nonneg, default=None, metavar="C",
-                   help="Rayleigh mass-proportional damping in 1/s (default per kind: 0.5 / 1.0 / 1.5)")
+                   help="Rayleigh mass-proportional damping in 1/s (default per kind: 0.5 / 1.0 / 4.0)")
     g.add_argument("--mass", type=positive, default=None, help="total mass in kg (default: density x volume)")
     g.add_argument("--density", type=positive, default=None,
                    help="kg/m^3 (cloth kg/m^2); default per kind: 300 / 1000 / 0.3")

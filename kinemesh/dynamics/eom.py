@@ -132,7 +132,8 @@ def decoded_rest_points(system: System) -> torch.Tensor:
 
 
 def potential_energy(system: System, q: torch.Tensor, x: torch.Tensor | None = None) -> torch.Tensor:
-    """V(q) in joules (gravity relative to the rest state + elastic + barrier + springs). x: (P, 3) points."""
+    """V(q) in joules (gravity relative to the rest state + elastic + barrier + springs + stretching). x: (P, 3)
+    points."""
     if x is None:
         dt = decoder_dtype(system)
         with torch.no_grad():
@@ -144,6 +145,8 @@ def potential_energy(system: System, q: torch.Tensor, x: torch.Tensor | None = N
     for s in system.springs:
         r = s.handles.positions(x, rp) - s.target
         V = V + 0.5 * s.stiffness * (r * r).sum()
+    if system.stretch is not None:
+        V = V + system.stretch.energy(x)
     return V
 
 
@@ -240,7 +243,8 @@ def kinetic_energy(system: System, qd: torch.Tensor, J: torch.Tensor) -> torch.T
 
 def generalized_forces(system: System, q: torch.Tensor, kin: Kinematics, t: float) -> torch.Tensor:
     """-dV/dq + J^T f_ext (k,) newton-metres per unit q (no damping, no velocity-product term). Floor contact
-    uses the point velocities ``kin.xd`` (zero when absent)."""
+    uses the point velocities ``kin.xd`` (zero when absent); the stretching energy enters as its point forces
+    -dV/dx, projected with J^T as the other point forces."""
     J = kin.J
     m = system.point_mass
     f = m[:, None] * system.gravity[None, :]  # gravity on every point (P, 3)
@@ -252,6 +256,8 @@ def generalized_forces(system: System, q: torch.Tensor, kin: Kinematics, t: floa
             f = f + force.point_forces()
         elif force.t_start <= t < force.t_end:
             f = f + force.handles.spread(force.force, system.n_points)
+    if system.stretch is not None:
+        f = f - system.stretch.gradient(kin.x)
     Q = torch.einsum("ipc,pc->i", J, f)
     for s in system.springs:
         r = s.handles.positions(kin.x, rp) - s.target  # (h, 3)

@@ -73,11 +73,12 @@ def _finite(*ts) -> bool:
 
 
 def stiffness_matrix(system: System, q, J: torch.Tensor | None, hj: list | None = None,
-                     lat=None) -> np.ndarray:
+                     lat=None, x: torch.Tensor | None = None) -> np.ndarray:
     """Gauss-Newton approximation of d2V/dq2 (k, k) float64 numpy at q (k,): latent spring + barrier
     (``eom.LatentTerms.stiffness``; ``lat``: the system's, None = made here) + J_h^T k_s J_h of the springs (gravity
-    and curvature terms left out), the handle Jacobians from J (k, P, 3) or given as ``hj`` (per spring (k, h, 3)).
-    Used only to precondition the implicit solve."""
+    and curvature terms left out), the handle Jacobians from J (k, P, 3) or given as ``hj`` (per spring (k, h, 3)),
+    + the stretching energy's ``Stretch.stiffness_matrix`` at the points x (P, 3) (needs J). Used only to
+    precondition the implicit solve."""
     lat = latent_terms(system) if lat is None else lat
     q = as_numpy(q)
     K = np.diag(lat.stiffness(q))
@@ -85,6 +86,8 @@ def stiffness_matrix(system: System, q, J: torch.Tensor | None, hj: list | None 
         Jh = s.handles.jacobian(J) if hj is None else hj[i]
         Jh = np.asarray(Jh).reshape(len(q), -1)
         K += s.stiffness * Jh @ Jh.T
+    if system.stretch is not None:
+        K += system.stretch.stiffness_matrix(x, J).numpy()
     return K
 
 
@@ -173,7 +176,7 @@ def step_midpoint(system: System, state: State, dt: float, tol: float = 1e-6, ma
         at = model(qm, vm)
         am, kin, M = acceleration_terms(system, qm, vm, t0 + 0.5 * dt, at)
         R = v1 - v0 - dt * am
-        K = stiffness_matrix(system, qm, kin.J, kin.hj, lat)
+        K = stiffness_matrix(system, qm, kin.J, kin.hj, lat, kin.x)
         if C is None:
             C = velocity_coupling(system, torch.from_numpy(qm), torch.from_numpy(vm), kin=kin).numpy() \
                 if at is None else at.coupling(system, qm, vm)

@@ -342,9 +342,9 @@ class Reduced:
     velocity product J^T W H~[qd, qd] = A_J Gram a_h, T = 1/2 a_xd Gram a_xd (a_xd = qd A_J) and
     V_g = -a_x (B W g) + const (NeuROK Sec. 5.2, Eq. 3, on the model). Constant point-force fields (wind, handle
     forces) are contracted the same way; springs keep their handles' basis rows only (h points). Contact forces
-    (floor, part contacts, joint stops) need the points: x = a_x B and xd = a_xd B, their force f enters as
-    A_J (B f), and the implicit solve's contact matrices get J only at the points they index
-    (:class:`ModelJacobian`).
+    (floor, part contacts, joint stops) and the cloth's stretching energy need the points: x = a_x B and
+    xd = a_xd B, their force f enters as A_J (B f), and the implicit solve's contact and stretching matrices get J
+    only at the points they index (:class:`ModelJacobian`).
 
     Attributes
     ----------
@@ -396,8 +396,9 @@ class Reduced:
     def terms(self, system: System, q, qd, t: float) -> tuple[np.ndarray, np.ndarray, Kinematics]:
         """(M (k, k), rhs (k,), Kinematics) at (q, qd, t): M = J^T W J + m_reg I and rhs = -dV/dq + J^T f_ext
         - J^T W H~[qd, qd] (``eom.acceleration`` before damping), both of the model; the Kinematics holds
-        ``hj``, the handle Jacobians (k, h, 3) of the system's springs, and only with contact forces the points
-        x, velocities xd (P, 3) tensors and J as a :class:`ModelJacobian` (else None)."""
+        ``hj``, the handle Jacobians (k, h, 3) of the system's springs, and only with contact forces or a
+        stretching energy the points x, velocities xd (P, 3) tensors and J as a :class:`ModelJacobian` (else
+        None)."""
         q, qd, md = as_numpy(q), as_numpy(qd), self.model
         A = md.jacobian_coef(q)
         AG = A @ self.gram
@@ -406,15 +407,22 @@ class Reduced:
         a_h = md.hessian_coef(qd)  # H~[qd, qd] = a_h G
         f = self.grav
         kin = Kinematics(x=None, J=None, hj=[])
+
+        def at_points():  # x, xd and J at the points, for the contact forces and the stretching energy
+            if kin.x is None:
+                x = torch.from_numpy(md.basis.combine(np.stack([md.position_coef(q), qd @ A])))
+                kin.x, kin.xd = x[0], x[1]
+                kin.J = ModelJacobian(A, md.basis)
+
         for force, bf in zip(system.forces, self.fields):
             if bf is None:  # a contact force: at the points
-                if kin.x is None:
-                    x = torch.from_numpy(md.basis.combine(np.stack([md.position_coef(q), qd @ A])))
-                    kin.x, kin.xd = x[0], x[1]
-                    kin.J = ModelJacobian(A, md.basis)
+                at_points()
                 f = f + md.basis.apply(force.contact_forces(kin.x, kin.xd, system.point_mass))
             elif hasattr(force, "point_forces") or force.t_start <= t < force.t_end:
                 f = f + bf
+        if system.stretch is not None:
+            at_points()
+            f = f - md.basis.apply(system.stretch.gradient(kin.x))
         rhs = A @ f - AG[:, self.nb - a_h.shape[0]:] @ a_h + self.latent.forces(q)
         if system.springs:
             a_x = md.position_coef(q)
@@ -435,6 +443,8 @@ class Reduced:
         for s, (Bh, c) in zip(system.springs, self.handles):
             r = c + np.einsum("b,bhc->hc", a_x, Bh) - as_numpy(s.target)
             V += 0.5 * s.stiffness * float((r * r).sum())
+        if system.stretch is not None:
+            V += float(system.stretch.energy(torch.from_numpy(self.model.basis.combine(a_x))))
         return {"kinetic": T, "potential": V, "total": T + V}
 
 

@@ -9,6 +9,7 @@ coordinates q (k,)), every sampled surface point carries a mass m_p, and
              + 1/2 k |P (q - q_rest)|^2                                  (latent elastic term)
              + k_b / 3 sum_i P_i relu(|q_i - mu_i| - r)^3                (soft barrier beyond r = 3 std)
              + sum_springs 1/2 k_s |x_h(q) - target|^2                   (pins, held drags)
+             + sum_e k / 2 (|x_i(q) - x_j(q)| - L_e)^2 / L_e             (cloth: stretching, ``Stretch``)
 
 m_reg is a tiny latent inertia so M(q) = J^T diag(m) J + m_reg I is invertible even when a latent direction
 moves no point; it is part of T, so energy is still conserved exactly. Non-conservative terms: external
@@ -429,6 +430,73 @@ def part_contacts(decoder, faces=None, vertices=None, radius: float = 0.02, slac
 
 
 @dataclass
+class Stretch:
+    """The stretching energy of a sheet (cloth): springs on the edges (i, j) of a graph of the sampled points,
+
+        V = sum_e k / 2 (|x_i - x_j| - L_e)^2 / L_e,
+
+    a mass-spring cloth (Provot 1995, "Deformation constraints in a mass-spring model to describe rigid cloth
+    behavior", Graphics Interface) whose edge e is a linear spring of constant k / L_e, so a uniform strain s costs
+    k / 2 s^2 sum_e L_e and a finer graph is not stiffer per edge. Positions in metres, k in newtons.
+
+    Attributes
+    ----------
+    i, j : (e,) int64 tensors, point indices of the edges.
+    length : (e,) float64 tensor, rest lengths L_e (m).
+    stiffness : k (N).
+    """
+
+    i: torch.Tensor
+    j: torch.Tensor
+    length: torch.Tensor
+    stiffness: float
+
+    def _edges(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(edge vectors x_i - x_j (e, 3), lengths (e,)) at points x (P, 3)."""
+        d = x[self.i] - x[self.j]
+        return d, torch.linalg.norm(d, dim=-1).clamp_min(1e-12)
+
+    def energy(self, x: torch.Tensor) -> torch.Tensor:
+        """V (J) at points x (P, 3)."""
+        s = self._edges(x)[1] - self.length
+        return 0.5 * self.stiffness * (s * s / self.length).sum()
+
+    def gradient(self, x: torch.Tensor) -> torch.Tensor:
+        """dV/dx (P, 3) at points x (P, 3): k (l - L) / L u_e on x_i and its negative on x_j (u = unit edge)."""
+        d, l = self._edges(x)
+        g = (self.stiffness * (l - self.length) / (self.length * l))[:, None] * d
+        out = torch.zeros_like(x)
+        out.index_add_(0, self.i, g)
+        out.index_add_(0, self.j, -g)
+        return out
+
+    def stiffness_matrix(self, x: torch.Tensor, J) -> torch.Tensor:
+        """sum_e J_e^T H_e J_e (k, k) with J_e = J_i - J_j (J (k, P, 3) or a ``local.ModelJacobian``) and H_e the
+        edge's Hessian k / L ((L / l) u u^T + (1 - L / l) I) (the exact d2V/dx2 of a stretched edge; the second term
+        is clamped at 0 for a compressed one, so the matrix stays positive semi-definite): d2V/dq2 less the
+        decoder's curvature terms, for the implicit solve's preconditioner."""
+        d, l = self._edges(x)
+        Je = J[:, self.i] - J[:, self.j]  # (k, e, 3)
+        Ju = (Je * (d / l[:, None])).sum(-1)  # (k, e)
+        a = self.stiffness / l
+        b = (self.stiffness / self.length * (1.0 - self.length / l)).clamp_min(0.0)
+        Jb = (Je * b[:, None]).reshape(len(Je), -1)
+        return (Ju * a) @ Ju.T + Jb @ Je.reshape(len(Je), -1).T
+
+
+def stretch_graph(points: np.ndarray, neighbours: int = 6) -> tuple[np.ndarray, np.ndarray]:
+    """The edges (i, j) (e,) each of the undirected graph joining every point (P, 3) to its ``neighbours``
+    nearest others (``Stretch``'s springs; i < j, each edge once)."""
+    from scipy.spatial import cKDTree
+
+    n = min(int(neighbours) + 1, len(points))
+    nbr = np.asarray(cKDTree(points).query(points, k=n)[1]).reshape(len(points), n)[:, 1:]
+    e = np.sort(np.stack([np.repeat(np.arange(len(points)), n - 1), nbr.reshape(-1)], 1), axis=1)
+    e = np.unique(e[e[:, 0] != e[:, 1]], axis=0)
+    return e[:, 0], e[:, 1]
+
+
+@dataclass
 class System:
     """A latent mechanical system (see the module docstring for T and V).
 
@@ -446,6 +514,7 @@ class System:
     damping_stiffness : beta (s), Rayleigh stiffness-proportional damping (times k).
     latent_inertia : m_reg (kg m^2 per unit q^2), keeps M invertible.
     springs : conservative springs on handles (pins, held drags).
+    stretch : the cloth's stretching energy on the points (``Stretch``), or None.
     forces : external non-conservative forces (PointForce, Wind).
     derivatives : "jvp" (exact forward-mode J and JVP-of-JVP) or "fd" (batched central differences; see
         :func:`kinemesh.dynamics.eom.kinematics`).
@@ -469,6 +538,7 @@ class System:
     latent_inertia: float = 0.0
     springs: list = field(default_factory=list)
     forces: list = field(default_factory=list)
+    stretch: Stretch | None = None
     derivatives: str = "jvp"
     fd_step: float | None = None
     elastic_mask: torch.Tensor | None = None
