@@ -104,6 +104,24 @@ def floating_system(**kw):
     return System(dec, torch.full((P,), 0.02, dtype=torch.float64), torch.zeros(8), derivatives="jvp", **opts)
 
 
+def _anchored(sysm, seed: int):
+    """An anchor at a random q of ``sysm`` (one direction) and a state (q1, qd) near it with its kinematics on
+    the anchor: (k, anchor, q1, qd, kin)."""
+    k = sysm.dim
+    gen = torch.Generator().manual_seed(seed)
+    q = 0.3 * torch.randn(k, generator=gen, dtype=torch.float64)
+    m = anchor(sysm, q, [torch.randn(k, generator=gen, dtype=torch.float64)])
+    q1 = q + 0.1 * torch.randn(k, generator=gen, dtype=torch.float64)
+    qd = torch.randn(k, generator=gen, dtype=torch.float64)
+    return k, m, q1, qd, m.kinematics(q1, qd)
+
+
+def _close(a, b):
+    """a equals b to 1e-10 relative to b's largest entry (b not all zero)."""
+    scale = float(torch.as_tensor(b).abs().max())
+    assert scale > 0 and float((torch.as_tensor(a) - torch.as_tensor(b)).abs().max()) <= 1e-10 * scale
+
+
 def test_reduced_local_path_equals_the_per_point_path_float64():
     """Issue 17: with the points contracted away (``Reduced``) the model's M, right-hand side, acceleration,
     velocity coupling, energies, spring stiffness and (with a floor through half the points, J formed only at
@@ -115,54 +133,44 @@ def test_reduced_local_path_equals_the_per_point_path_float64():
     from kinemesh.dynamics.system import Floor
 
     sysm = floating_system()
-    k = sysm.dim
-    gen = torch.Generator().manual_seed(3)
-    q = 0.3 * torch.randn(k, generator=gen, dtype=torch.float64)
-    m = anchor(sysm, q, [torch.randn(k, generator=gen, dtype=torch.float64)])
-    q1 = q + 0.1 * torch.randn(k, generator=gen, dtype=torch.float64)
-    qd = torch.randn(k, generator=gen, dtype=torch.float64)
-    kin = m.kinematics(q1, qd)
+    k, m, q1, qd, kin = _anchored(sysm, 3)
     z = kin.x[:, 2].sort().values
     sysm.forces.append(Floor(float(z[len(z) // 2:len(z) // 2 + 2].mean()), friction=0.5))  # between two points
     red = m.reduced(sysm)
     assert red.nb == 1 + 2 * k and m.reduced(sysm) is red
-
-    def close(a, b):
-        scale = float(torch.as_tensor(b).abs().max())
-        assert scale > 0 and float((torch.as_tensor(a) - torch.as_tensor(b)).abs().max()) <= 1e-10 * scale
 
     for t in (0.0, 0.15):  # handle force off / on
         M, rhs, rk = red.terms(sysm, q1, qd, t)
         M_ref = mass_matrix(sysm, kin.J)
         rhs_ref = generalized_forces(sysm, q1, kin, t) - torch.einsum("ipc,p,pc->i", kin.J, sysm.point_mass,
                                                                       kin.hqq)
-        close(M, M_ref)
-        close(rhs, rhs_ref)
-        close(rk.x, kin.x)
-        close(rk.xd, kin.xd)
-        close(stiffness_matrix(sysm, q1, None, rk.hj), stiffness_matrix(sysm, q1, kin.J))
+        _close(M, M_ref)
+        _close(rhs, rhs_ref)
+        _close(rk.x, kin.x)
+        _close(rk.xd, kin.xd)
+        _close(stiffness_matrix(sysm, q1, None, rk.hj), stiffness_matrix(sysm, q1, kin.J))
         for a, b in zip(contact_matrices(sysm, rk.x, rk.xd, rk.J), contact_matrices(sysm, kin.x, kin.xd, kin.J)):
-            close(a, b)
+            _close(a, b)
         p = sysm.latent  # Rayleigh damping on the latent coordinates only
         a_ref = torch.linalg.solve(M_ref, rhs_ref - sysm.damping_mass * (M_ref * p[:, None] * p[None, :]) @ qd)
-        close(acceleration(sysm, q1, qd, t, local=m), a_ref)
+        _close(acceleration(sysm, q1, qd, t, local=m), a_ref)
     assert float(abs(red.terms(sysm, q1, qd, 0.15)[1] - red.terms(sysm, q1, qd, 0.0)[1]).max()) > 1e-3
     Hv = (torch.from_numpy(m._coef(qd.numpy())) @ m.G.reshape(len(m.G) * k, -1)).reshape(m.J.shape)
-    close(m.coupling(sysm, q1, qd), 2.0 * torch.einsum("ipc,p,jpc->ij", kin.J, sysm.point_mass, Hv))
+    _close(m.coupling(sysm, q1, qd), 2.0 * torch.einsum("ipc,p,jpc->ij", kin.J, sysm.point_mass, Hv))
     from kinemesh.dynamics.eom import energies
 
     st = State(q1, qd)
     e_red, e_ref = m.energies(sysm, st), energies(sysm, st, kin.x, kin.xd)
     for key in e_ref:
-        close(torch.tensor(e_red[key]), torch.tensor(e_ref[key]))
+        _close(torch.tensor(e_red[key]), torch.tensor(e_ref[key]))
     # conservative part: forces = -dV/dq of the reduced potential; M = d2T/dqd2
     cons = floating_system(forces=[], damping_mass=0.0)
-    mc = anchor(cons, q, [m.U[0]])
+    mc = anchor(cons, m.q, [m.U[0]])
     rc = mc.reduced(cons)
     assert rc.terms(cons, q1, qd, 0.0)[2].J is None  # no contact force: no per-point work
     zero = torch.zeros(k, dtype=torch.float64)
     dV = _jac(lambda z: torch.tensor(rc.energies(cons, z, zero)["potential"], dtype=torch.float64), q1, 1e-6)
-    close(rc.terms(cons, q1, zero, 0.0)[1], -dV)
+    _close(rc.terms(cons, q1, zero, 0.0)[1], -dV)
     E = torch.eye(k, dtype=torch.float64)
     T = lambda v: rc.energies(cons, q1, v)["kinetic"]  # noqa: E731
     H = torch.tensor([[(T(qd + 1e-3 * (E[i] + E[j])) - T(qd + 1e-3 * (E[i] - E[j]))
@@ -183,28 +191,18 @@ def test_reduced_local_path_with_a_stretching_energy_float64():
     i, j = (torch.as_tensor(e) for e in stretch_graph(rp.numpy(), 6))
     st = Stretch(i, j, 0.9 * torch.linalg.norm(rp[i] - rp[j], dim=-1), 5.0)  # stretched at rest
     sysm = floating_system(forces=[], damping_mass=0.0, stretch=st)
-    k = sysm.dim
-    gen = torch.Generator().manual_seed(5)
-    q = 0.3 * torch.randn(k, generator=gen, dtype=torch.float64)
-    m = anchor(sysm, q, [torch.randn(k, generator=gen, dtype=torch.float64)])
-    q1 = q + 0.1 * torch.randn(k, generator=gen, dtype=torch.float64)
-    qd = torch.randn(k, generator=gen, dtype=torch.float64)
-    kin = m.kinematics(q1, qd)
+    k, m, q1, qd, kin = _anchored(sysm, 5)
     red = m.reduced(sysm)
     M, rhs, rk = red.terms(sysm, q1, qd, 0.0)
 
-    def close(a, b):
-        scale = float(torch.as_tensor(b).abs().max())
-        assert scale > 0 and float((torch.as_tensor(a) - torch.as_tensor(b)).abs().max()) <= 1e-10 * scale
-
-    close(rhs, generalized_forces(sysm, q1, kin, 0.0) - torch.einsum("ipc,p,pc->i", kin.J, sysm.point_mass,
+    _close(rhs, generalized_forces(sysm, q1, kin, 0.0) - torch.einsum("ipc,p,pc->i", kin.J, sysm.point_mass,
                                                                          kin.hqq))
-    close(stiffness_matrix(sysm, q1, rk.J, rk.hj, x=rk.x), stiffness_matrix(sysm, q1, kin.J, x=kin.x))
-    close(red.energies(sysm, q1, qd)["potential"], energies(sysm, State(q1, qd), kin.x, kin.xd)["potential"])
+    _close(stiffness_matrix(sysm, q1, rk.J, rk.hj, x=rk.x), stiffness_matrix(sysm, q1, kin.J, x=kin.x))
+    _close(red.energies(sysm, q1, qd)["potential"], energies(sysm, State(q1, qd), kin.x, kin.xd)["potential"])
     assert float(st.energy(kin.x)) > 1e-3
     zero = torch.zeros(k, dtype=torch.float64)
     dV = _jac(lambda z: torch.tensor(red.energies(sysm, z, zero)["potential"], dtype=torch.float64), q1, 1e-6)
-    close(red.terms(sysm, q1, zero, 0.0)[1], -dV)
+    _close(red.terms(sysm, q1, zero, 0.0)[1], -dV)
 
 
 @pytest.mark.parametrize("stiffness", [2.0, 0.0])
