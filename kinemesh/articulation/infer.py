@@ -289,16 +289,17 @@ def _rest_contact(part: Part, parent: Part, size: float, seed: int = 0, tol: flo
     return pts, ref, pts[d <= eps], eps
 
 
-def enclosure(part: Part, parent: Part, seed: int = 0, grid: int = 8, tol: float = 0.02):
+def enclosure(part: Part, parent: Part, seed: int = 0, grid: int = 8, tol: float = 0.02, box=None):
     """How ``parent`` covers each face of ``part``'s oriented box: (box, cover (3, 2)) with ``cover[k, s]`` the
     fraction of the part's footprint seen along box axis k, towards side s (0: -, 1: +), that has parent
     surface beyond the part's own surface there (within ``tol`` x the part's largest side): 1 = walled off,
     0 = open. The footprint is a ``grid`` x ``grid`` raster of the part's extent across k (surface samples,
-    1500 of the part, 3000 of the parent); a cell counts when the part has samples in it."""
+    1500 of the part, 3000 of the parent); a cell counts when the part has samples in it. ``box``: the part's
+    ``part_box`` when the caller has it."""
     from kinemesh.articulation.candidates import part_box
     from kinemesh.geometry.sampling import sample_surface
 
-    box = part_box(part.vertices, part.name)
+    box = part_box(part.vertices, part.name) if box is None else box
     rng = np.random.default_rng(seed)
     P = box.to_box(sample_surface(part.vertices, part.faces, 1500, seed=rng)[0])
     Q = box.to_box(sample_surface(parent.vertices, parent.faces, 3000, seed=rng)[0])
@@ -326,15 +327,16 @@ def enclosure(part: Part, parent: Part, seed: int = 0, grid: int = 8, tol: float
     return box, cover
 
 
-def slide_out(part: Part, parent: Part, seed: int = 0) -> np.ndarray | None:
+def slide_out(part: Part, parent: Part, seed: int = 0, box=None) -> np.ndarray | None:
     """The direction (3,) a part slides out of its parent, or None when the shape does not say: when the
     parent walls off five faces of the part's box (:func:`enclosure` cover >= ``SLIDE_OUT[1]``) and leaves the
     sixth open (cover <= ``SLIDE_OUT[0]``), that face's outward normal. A drawer in its carcass, a dishwasher
     rack in its tub, a blade in a utility knife's handle; not a window sash, whose frame leaves both broad
     faces open. Measured on the real training and validation objects (data/real_train): 33 movable parts are
     enclosed this way; 29 of the 30 prismatic ones slide out of the open face (the other slides sideways),
-    and 3 turn (a stapler arm; a microwave's door and turntable, both thin panels)."""
-    box, cover = enclosure(part, parent, seed)
+    and 3 turn (a stapler arm; a microwave's door and turntable, both thin panels). ``box``: as
+    :func:`enclosure`."""
+    box, cover = enclosure(part, parent, seed, box=box)
     k, s = np.unravel_index(int(np.argmin(cover)), cover.shape)
     walls = np.delete(cover.ravel(), 2 * k + s)  # the other five faces
     if cover[k, s] > SLIDE_OUT[0] or walls.min() < SLIDE_OUT[1]:
@@ -362,7 +364,7 @@ def _slide_out(parts, preds, seed: int = 0) -> None:
         e = np.sort(box.extents)
         if pr.type == "revolute" and e[0] <= PANEL_THIN * e[1]:
             continue
-        out = slide_out(part, by[pr.parent], seed)
+        out = slide_out(part, by[pr.parent], seed, box=box)
         if out is None or (pr.type == "prismatic" and float(np.asarray(pr.axis) @ out) > np.cos(np.radians(10.0))):
             continue
         travel = max(pr.info["slide_travel"], SLIDE_OUT[2] * float(np.ptp(part.vertices @ out)))
