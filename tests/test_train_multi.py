@@ -156,3 +156,22 @@ def test_eval_model_parts_binds_by_part(tmp_path):
 
     by_part, by_component = rigidity(True), rigidity(False)
     assert by_part < 1e-5 and by_component > 1e-3
+
+
+def test_kinds_keep_only_those_sequences(two_sets, tmp_path):
+    """``--kinds`` (the soft checkpoint's elastic,cloth): only sequences of those kinds are read, in training
+    and in the calibration at its end; a kind absent from a folder is a clear error."""
+    from kinemesh.model.calibration import calibrate_checkpoint
+
+    a, b = two_sets
+    entries, _ = read_datasets([a, b], kinds=("elastic",))
+    assert entries and {e["kind"] for e in entries} == {"elastic"}
+    assert len(entries) < len(read_datasets([a, b])[0])
+    with pytest.raises(ConfigError, match="no sequences of kind cloth"):
+        read_datasets([a, b], kinds=("cloth",))
+    run = tmp_path / "soft"
+    res = train(preset("tiny"), RunOptions([a, b], run, steps=4, progress=False, kinds=("elastic",)))
+    assert res["step"] == 4
+    _, counts = calibrate_checkpoint(run, [a, b], per_kind=2, frames_per_sequence=1, progress=False,
+                                     kinds=("elastic",))
+    assert set(counts) - {"all"} == {"elastic"}  # "all": the pooled prior of the kinds trained on

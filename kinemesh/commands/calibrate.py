@@ -4,6 +4,8 @@ from __future__ import annotations
 
 
 def register(sub):
+    from kinemesh.checks import kinds_arg
+
     p = sub.add_parser(
         "calibrate", help="calibrate a checkpoint's prior on its training data (prior_calibration.safetensors)",
         description="Moment-match the prior N(mu_cond, Sigma) to the aggregate posterior of the training split, "
@@ -12,6 +14,8 @@ def register(sub):
     p.add_argument("checkpoint", help="checkpoint folder (config.json + model.safetensors); the file is written there")
     p.add_argument("--data", required=True, action="append",
                    help="the dataset folder the checkpoint was trained on (repeat for several)")
+    p.add_argument("--kinds", type=kinds_arg, default=None, metavar="KIND[,KIND]",
+                   help="the object kinds the checkpoint was trained on (`kinemesh train --kinds`; default: all)")
     p.add_argument("--split", default="train", help="split to encode (default train)")
     p.add_argument("--per-kind", type=int, default=150, help="sequences per kind (default 150)")
     p.add_argument("--frames", type=int, default=3, help="random frames encoded per sequence (default 3)")
@@ -27,6 +31,6 @@ def run(args) -> int:
 
     path, counts = calibrate_checkpoint(Path(args.checkpoint), [Path(d) for d in args.data], split=args.split,
                                         per_kind=args.per_kind, frames_per_sequence=args.frames, seed=args.seed,
-                                        progress=not args.no_progress)
+                                        progress=not args.no_progress, kinds=args.kinds)
     print(f"wrote {path} ({', '.join(f'{k} {n} poses' for k, n in counts.items())})")
     return 0

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 
 def register(sub):
-    from kinemesh.checks import number
+    from kinemesh.checks import kinds_arg, number
 
     p = sub.add_parser(
         "synth", help="generate synthetic 4D training data (articulated, elastic, cloth) with MuJoCo"
     )
     p.add_argument(
         "--kinds",
-        default="articulated,elastic,cloth",
+        type=kinds_arg,
+        default=("articulated", "elastic", "cloth"),
         help="comma-separated kinds: articulated, elastic, cloth (default: all)",
     )
     p.add_argument("--per-category", type=int, default=4, help="instances per category (default 4)")
@@ -111,7 +112,7 @@ def run(args) -> int:
 
     from kinemesh.errors import ConfigError
 
-    kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
+    kinds = args.kinds
     if args.out is None and not args.preview:
         raise ConfigError("--out is required (or use --preview alone)")
     if args.preview:

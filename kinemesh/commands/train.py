@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def register(sub):
-    from kinemesh.checks import number
+    from kinemesh.checks import kinds_arg, number
 
     p = sub.add_parser(
         "train", help="train the kinematic model on a dataset folder (resumable; torchrun for many devices)",
@@ -14,6 +14,8 @@ def register(sub):
                    help="dataset folder with manifest.jsonl (from `kinemesh synth`); repeat for several, each "
                         "keeping its own splits, with an optional sampling weight (default: proportional to "
                         "their training sequences)")
+    p.add_argument("--kinds", type=kinds_arg, default=None, metavar="KIND[,KIND]",
+                   help="train on the sequences of these object kinds only, e.g. elastic,cloth (default: all)")
     p.add_argument("--init", default=None, metavar="CKPT",
                    help="start from this checkpoint's weights (fine-tuning; its model config must match)")
     p.add_argument("--out", required=True, help="run folder (checkpoints, log.csv, training_curves.png, tb/)")
@@ -81,14 +83,14 @@ def run(args) -> int:
     opts = RunOptions(data=list(folders), data_weights=list(weights), out=Path(args.out), steps=args.steps,
                       minutes=args.minutes, device=args.device, resume=args.resume, seed=args.seed,
                       threads=args.threads, progress=not args.no_progress,
-                      init=Path(args.init) if args.init else None)
+                      kinds=args.kinds, init=Path(args.init) if args.init else None)
     result = train(config, opts)
     print(json.dumps({k: (round(v, 6) if isinstance(v, float) else v) for k, v in result.items()}))
     _plot_curves(opts.out)
     if not args.no_calibrate and int(os.environ.get("RANK", "0")) == 0:
         from kinemesh.model.calibration import calibrate_checkpoint
 
-        path, counts = calibrate_checkpoint(opts.out, opts.data, progress=not args.no_progress)
+        path, counts = calibrate_checkpoint(opts.out, opts.data, progress=not args.no_progress, kinds=opts.kinds)
         print(f"wrote {path} ({', '.join(f'{k} {n} poses' for k, n in counts.items())})")
     return 0
 

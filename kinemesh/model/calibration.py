@@ -97,9 +97,9 @@ def aggregate_posterior(model, entries: list[dict], per_kind: int = 200, frames_
 
 def calibrate_checkpoint(checkpoint: str | os.PathLike, data, split: str = "train",
                          per_kind: int = 150, frames_per_sequence: int = 3, seed: int = 0,
-                         progress: bool = True) -> tuple[Path, dict]:
+                         progress: bool = True, kinds=None) -> tuple[Path, dict]:
     """Compute and write ``checkpoint/prior_calibration.safetensors`` from ``split`` of dataset ``data`` (a
-    folder or a list of folders, as ``kinemesh train --data``).
+    folder or a list of folders, as ``kinemesh train --data``), its sequences of ``kinds`` only when given.
 
     Returns (path written, {kind: poses encoded}). Raises InputFileError / ConfigError for a bad checkpoint,
     dataset or split.
@@ -110,9 +110,9 @@ def calibrate_checkpoint(checkpoint: str | os.PathLike, data, split: str = "trai
     model.prior_factors = None  # encode against mu_cond only; the old calibration plays no part
     model.to(dtype=torch.float64)
     folders = data_folders(data)
-    entries = select_split(read_datasets(folders)[0], split)
+    entries = select_split(read_datasets(folders, kinds=kinds)[0], split)
     covs, counts = aggregate_posterior(model, entries, per_kind=per_kind, frames_per_sequence=frames_per_sequence,
                                        seed=seed, progress=progress)
-    meta = {"data": ", ".join(map(str, folders)), "split": split, "per_kind": per_kind, "frames_per_sequence": frames_per_sequence,
+    meta = {"data": ", ".join(map(str, folders)), "kinds": list(kinds or []), "split": split, "per_kind": per_kind, "frames_per_sequence": frames_per_sequence,
             "seed": seed, "counts": counts}
     return save_calibration(checkpoint, covs, meta), counts

@@ -88,10 +88,11 @@ def data_folders(data) -> list[Path]:
     return [Path(data)] if isinstance(data, (str, os.PathLike)) else [Path(d) for d in data]
 
 
-def read_datasets(folders, weights=None) -> tuple[list[dict], dict[str, float]]:
+def read_datasets(folders, weights=None, kinds=None) -> tuple[list[dict], dict[str, float]]:
     """Entries of several dataset folders, each tagged with ``_dataset`` (its folder) and keeping its own
     split, and the sampling weight of each folder: ``weights`` (one per folder, None = not given) when every
-    weight is given, else the folders' shares of training sequences. Raises InputFileError, ConfigError."""
+    weight is given, else the folders' shares of training sequences. ``kinds`` (e.g. ("elastic", "cloth")):
+    keep only sequences of these object kinds (None = all). Raises InputFileError, ConfigError."""
     folders = [Path(f) for f in folders]
     weights = list(weights) if weights is not None else [None] * len(folders)
     if len(weights) != len(folders):
@@ -105,6 +106,10 @@ def read_datasets(folders, weights=None) -> tuple[list[dict], dict[str, float]]:
     entries, shares = [], {}
     for folder, w in zip(folders, weights):
         es = read_manifest_entries(folder)
+        if kinds is not None:
+            es = [e for e in es if e.get("kind") in kinds]
+            if not es:
+                raise ConfigError(f"{folder}: no sequences of kind {', '.join(kinds)}")
         for e in es:
             e["_dataset"] = str(folder)
         entries += es

@@ -70,6 +70,8 @@ class RunOptions:
     """Testing: stop (as if interrupted) after this total step, keeping the --steps schedule."""
     data_weights: list[float | None] | None = None
     """Sampling weight per ``data`` folder (None: proportional to their training sequences)."""
+    kinds: tuple[str, ...] | None = None
+    """Train on the sequences of these object kinds only (e.g. ("elastic", "cloth") for the soft checkpoint)."""
     init: Path | None = None
     """Start a new run from this checkpoint's weights (fine-tuning); its model config must equal the run's."""
     replica_file: str | None = None
@@ -157,7 +159,7 @@ def train(config: Config, opts: RunOptions) -> dict:
     tc = config.train
 
     folders = data_folders(opts.data)
-    entries, weights = read_datasets(folders, opts.data_weights)
+    entries, weights = read_datasets(folders, opts.data_weights, opts.kinds)
     train_entries = select_split(entries, "train")
     # the union of the datasets' validation splits; test splits only when no dataset has one
     val_entries = [e for e in entries if e["split"] in ("val", "valid", "validation")]
