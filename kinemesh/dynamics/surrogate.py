@@ -213,7 +213,11 @@ def fit(decoder, center: torch.Tensor, radius: float | None = None, degree: int 
     X = _decode(decoder, center + D)
     sur = PolySurrogate(decoder, center, radius, exps, torch.zeros(len(exps), X[0].numel(), dtype=torch.float64))
     fit_rows = slice(0, n)
-    sur.coef = torch.linalg.lstsq(sur.features(center + D[fit_rows]), X[fit_rows].reshape(n, -1)).solution
+    # least squares by the thin QR A = Q R of the features: C = (R^-1 Q^T) X, the solution of LAPACK's gels
+    # (``torch.linalg.lstsq``) to rounding; one product over the 3P right-hand sides instead of gels' Householder
+    # updates and triangular solve per column (bench beam: 3.4 -> 0.6 ms)
+    Qf, Rf = torch.linalg.qr(sur.features(center + D[fit_rows]))
+    sur.coef = torch.linalg.solve_triangular(Rf, Qf.T, upper=True) @ X[fit_rows].reshape(n, -1)
     if held_out:
         sur.fit_error = disagreement(sur, center + D[n:], X[n:])
     return sur
