@@ -162,6 +162,11 @@ def test_eval_model_end_to_end_and_rerender(tiny_dataset, tiny_checkpoint, tmp_p
     assert again.with_suffix(".md").read_text() == table
     assert main(["eval", "model", "--data", str(tiny_dataset), "--checkpoint", str(tiny_checkpoint),
                  "--split", "nope"]) != 0
+    # --kinds: only that kind's sequences (the test split holds an articulated one: nothing of kind cloth)
+    assert main(["eval", "model", "--data", str(tiny_dataset), "--checkpoint", str(tiny_checkpoint), "--split",
+                 "test", "--kinds", "cloth"]) != 0
+    assert "no entries" in capsys.readouterr().err
+    assert main(["eval", "model", "--data", str(tiny_dataset), "--kinds", "granular"]) != 0
 
 
 def test_ik_command_on_a_urdf_input_moves_parts_along_their_joints(tmp_path, tiny_checkpoint, capsys):
@@ -210,3 +215,23 @@ def test_ik_command_on_a_urdf_input_moves_parts_along_their_joints(tmp_path, tin
     assert all(np.allclose(a, b, atol=1e-4) for a, b in zip(hinge(fit), hinge(rest)))
     assert fits[1][1] == {}  # --free-parts: no joints to report
     assert Subspace.load(tmp_path / "sub0").scale is not None  # probe coordinates (scaled to the probes' spread)
+
+
+def test_eval_model_rest_corrected_soft_bodies(tiny_checkpoint, tmp_path):
+    """Elastic rows carry the rest-corrected posterior (as kinemesh simulate decodes a soft body), articulated
+    rows do not; ``--kinds`` keeps one kind."""
+    from toys import write_toy_dataset
+
+    data = write_toy_dataset(tmp_path / "toy", n_train=2, n_val=4, n_frames=3, seed=3)
+    out = tmp_path / "soft.json"
+    assert main(["eval", "model", "--data", str(data), "--checkpoint", str(tiny_checkpoint), "--split", "val",
+                 "--kinds", "elastic", "--frames", "2", "--samples", "2", "--n-points", "128",
+                 "--out", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert rows and {r["kind"] for r in rows} == {"elastic"}
+    assert all(np.isfinite(r["chamfer_l1_rest_corrected"]) and "motion_explained_rest_corrected" in r for r in rows)
+    assert "rest-corrected: Chamfer-L1" in out.with_suffix(".md").read_text()
+    assert main(["eval", "model", "--data", str(data), "--checkpoint", str(tiny_checkpoint), "--split", "val",
+                 "--kinds", "articulated", "--frames", "2", "--samples", "2", "--n-points", "128",
+                 "--out", str(out)]) == 0
+    assert not any("chamfer_l1_rest_corrected" in r for r in json.loads(out.read_text())["rows"])
