@@ -34,18 +34,15 @@ from kinemesh.geometry.kind import resolve_kind
 
 log = logging.getLogger(__name__)
 
-STRETCH_HZ = 12.0
+STRETCH_HZ = 100.0
 """The cloth's stretching energy (``system.Stretch`` on the ``STRETCH_NEIGHBOURS`` nearest sampled points) as the
 fundamental frequency (Hz) of the sheet's stretch over the object size L: a membrane stiffness Y = rho_A (2 f L)^2
 (N/m; sqrt(Y / rho_A) the speed of its stretch waves), k = Y A / sum_e L_e. Without it the latent sheet stretched
 1.07-1.35x where MuJoCo's towel stays within 1.002x. Chosen on the 60 validation towels of ``kinemesh eval dynamics
---split val`` (mean Chamfer-L1 against MuJoCo at the cloth's 4 / s damping: 10 Hz 0.1251, 12 Hz 0.1234, 15 Hz
-0.1218; without the energy 0.1337 at the former 8 / s; on 6 of them 30 and 100 Hz were better still): stiffer is
-closer to MuJoCo, but the demo cloth as it then ran (latent coordinates only, no rigid-body ones) hung only by
-stretching, and its free edge drop fell to 0.66 (10 Hz), 0.61 (12), 0.55 (15), 0.23 (30), 0.05 (100) of its length
-(target 0.5). The demo cloth has had the rigid-body coordinates since (drop 1.006 at 12 Hz), so that bound no longer
-holds the stiffness down; a stiffer value has not been chosen again on the validation towels yet.
-docs/results/dynamics.md."""
+--split val`` (mean Chamfer-L1 against MuJoCo at the cloth's 4 / s damping: 12 Hz 0.1234, 20 Hz 0.1204, 30 Hz
+0.1192, 50 Hz 0.1185, 100 Hz 0.1182, better than 50 Hz on 50 of the 60 towels; the same run time; without the
+energy 0.1337 at the former 8 / s). Until 2026-11-27 it was 12 Hz, held down by the demo cloth when it had no
+rigid-body coordinates and hung only by stretching; docs/results/dynamics.md."""
 STRETCH_NEIGHBOURS = 6
 
 KIND_DEFAULTS = {
