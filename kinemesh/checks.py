@@ -44,18 +44,6 @@ def number(kind=float, lo: float | None = None, hi: float | None = None, lo_open
     return parse
 
 
-def kinds_arg(text: str) -> tuple[str, ...]:
-    """An argparse ``type`` for a comma-separated list of object kinds (``kinemesh.geometry.kind.KINDS``).
-    Raises argparse.ArgumentTypeError for an unknown or missing kind."""
-    from kinemesh.geometry.kind import KINDS
-
-    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
-    bad = [k for k in kinds if k not in KINDS]
-    if bad or not kinds:
-        raise argparse.ArgumentTypeError(f"expected kinds among {', '.join(KINDS)}, got {text!r}")
-    return kinds
-
-
 def _check_writable_place(path: Path, option: str) -> None:
     """Refuse virtual file systems, a file among the parents, and a place where nothing can be created."""
     resolved = path.resolve()

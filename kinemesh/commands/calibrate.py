@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def register(sub):
-    from kinemesh.checks import kinds_arg
+    from kinemesh.commands import kinds_arg
 
     p = sub.add_parser(
         "calibrate", help="calibrate a checkpoint's prior on its training data (prior_calibration.safetensors)",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 
 def register(sub):
-    from kinemesh.checks import kinds_arg, number
+    from kinemesh.checks import number
+    from kinemesh.commands import kinds_arg
 
     p = sub.add_parser(
         "synth", help="generate synthetic 4D training data (articulated, elastic, cloth) with MuJoCo"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 
 def register(sub):
-    from kinemesh.checks import kinds_arg, number
+    from kinemesh.checks import number
+    from kinemesh.commands import kinds_arg
 
     p = sub.add_parser(
         "train", help="train the kinematic model on a dataset folder (resumable; torchrun for many devices)",

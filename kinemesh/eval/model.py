@@ -52,11 +52,11 @@ class ModelEvalConfig:
         if self.data is None:
             raise ConfigError("eval model: give --data DIR (or --from-json FILE)")
         if self.kinds:
-            from kinemesh.checks import kinds_arg
+            from kinemesh.geometry.kind import parse_kinds
 
             try:
-                kinds_arg(self.kinds)
-            except Exception as exc:
+                parse_kinds(self.kinds)
+            except ConfigError as exc:
                 raise ConfigError(f"--kinds: {exc}") from None
 
 
@@ -137,9 +137,9 @@ def evaluate(cfg: ModelEvalConfig) -> Result:
 
     entries = read_manifest_entries(cfg.data)
     if cfg.kinds:
-        from kinemesh.checks import kinds_arg
+        from kinemesh.geometry.kind import parse_kinds
 
-        entries = [e for e in entries if e.get("kind") in kinds_arg(cfg.kinds)]
+        entries = [e for e in entries if e.get("kind") in parse_kinds(cfg.kinds)]
     held = (select_split(entries, "test") or select_split(entries, "heldout")) if cfg.split == "auto" else \
         select_split(entries, cfg.split)
     if not held:

@@ -14,6 +14,16 @@ from kinemesh.errors import ConfigError
 KINDS = ("articulated", "elastic", "cloth")
 
 
+def parse_kinds(text: str) -> tuple[str, ...]:
+    """The object kinds of a comma-separated list such as "elastic,cloth" (each one of ``KINDS``). Raises
+    ConfigError for an unknown kind or an empty list."""
+    kinds = tuple(k.strip() for k in str(text).split(",") if k.strip())
+    bad = [k for k in kinds if k not in KINDS]
+    if bad or not kinds:
+        raise ConfigError(f"expected kinds among {', '.join(KINDS)}, got {text!r}")
+    return kinds
+
+
 def connected_components(n_vertices: int, faces: np.ndarray) -> np.ndarray:
     """Connected-component label per vertex (n,) int (isolated vertices get their own label)."""
     from scipy.sparse import coo_matrix
