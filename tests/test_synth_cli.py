@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from kinemesh.cli import main
 from kinemesh.data.manifest import read_manifest
@@ -98,8 +99,11 @@ def test_synth_is_deterministic_for_a_seed(tmp_path):
 
 
 def test_synth_rejects_unknown_kind(tmp_path, capsys):
-    assert main(["synth", "--kinds", "gas", "--out", str(tmp_path / "x"), "--no-progress"]) == 1
-    assert "unknown kind" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:  # an argparse type: the usage error names the option, exit status 2
+        main(["synth", "--kinds", "gas", "--out", str(tmp_path / "x"), "--no-progress"])
+    assert exc.value.code == 2
+    assert "argument --kinds: expected kinds among articulated, elastic, cloth, got 'gas'" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
 
 
 def test_synth_rejects_bad_names_and_fractions_before_generating(tmp_path, capsys):

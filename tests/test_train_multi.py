@@ -172,6 +172,7 @@ def test_kinds_keep_only_those_sequences(two_sets, tmp_path):
     run = tmp_path / "soft"
     res = train(preset("tiny"), RunOptions([a, b], run, steps=4, progress=False, kinds=("elastic",)))
     assert res["step"] == 4
+    assert json.loads((run / "config.json").read_text())["info"]["kinds"] == ["elastic"]
     _, counts = calibrate_checkpoint(run, [a, b], per_kind=2, frames_per_sequence=1, progress=False,
                                      kinds=("elastic",))
     assert set(counts) - {"all"} == {"elastic"}  # "all": the pooled prior of the kinds trained on

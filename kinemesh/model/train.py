@@ -71,7 +71,8 @@ class RunOptions:
     data_weights: list[float | None] | None = None
     """Sampling weight per ``data`` folder (None: proportional to their training sequences)."""
     kinds: tuple[str, ...] | None = None
-    """Train on the sequences of these object kinds only (e.g. ("elastic", "cloth") for the soft checkpoint)."""
+    """Train on the sequences of these object kinds only, e.g. ("elastic", "cloth") (recorded in the weights' info);
+    None = all."""
     init: Path | None = None
     """Start a new run from this checkpoint's weights (fine-tuning); its model config must equal the run's."""
     replica_file: str | None = None
@@ -250,7 +251,8 @@ def train(config: Config, opts: RunOptions) -> dict:
                       optimizer=_save_optimizer(opt, tmp), last_val=last_val)
             write_text(tmp / "train_state.json", json.dumps(st, indent=2) + "\n")
         save_weights(net, config, out, extra={"step": state["step"], "samples": state["samples"],
-                                              "trained": True, "last_val": last_val})
+                                              "trained": True, "last_val": last_val,
+                                              **({"kinds": list(opts.kinds)} if opts.kinds else {})})
 
     net.train()
     while not should_stop():
