@@ -26,7 +26,6 @@ coordinates stay exact (``with_surrogate``).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import itertools
 import logging
@@ -36,6 +35,7 @@ import torch
 
 from kinemesh.dynamics.system import as_numpy, dtype_of, object_size
 from kinemesh.errors import ConfigError
+from kinemesh.model.api import single_precision
 
 log = logging.getLogger(__name__)
 
@@ -171,13 +171,6 @@ class PolySurrogate:
         if name == "decoder":
             raise AttributeError(name)
         return getattr(self.decoder, name)
-
-
-def single_precision(decoder):
-    """The network's ``single_precision`` context (float32 transformer for decodes without gradients) of
-    ``decoder`` or the decoder it wraps, else a null context."""
-    ctx = getattr(decoder, "single_precision", None)
-    return contextlib.nullcontext() if ctx is None else ctx()
 
 
 def _decode(decoder, Q: torch.Tensor) -> torch.Tensor:

@@ -416,6 +416,14 @@ def untrained_model(preset_name: str = "cpu-small", seed: int = 0, device: str =
     return KinematicModel(net.to(device), config, {"trained": False})
 
 
+def single_precision(decoder, gradients: bool = False):
+    """The network's ``single_precision`` context (its transformer in float32; ``gradients``: also for passes
+    that differentiate) of ``decoder`` or the decoder it wraps (wrappers forward the attribute), else a null
+    context."""
+    ctx = getattr(decoder, "single_precision", None)
+    return contextlib.nullcontext() if ctx is None else ctx(gradients=gradients)
+
+
 def load_model(checkpoint_dir: str | os.PathLike | None = None, device: str = "cpu") -> KinematicModel:
     """Load a kinematic model; ``None`` = the default checkpoint shipped in ``kinemesh/assets``.
 

@@ -32,7 +32,6 @@ N(0, I_k) under the prior, so "3 standard deviations" means |q_i| <= 3 in both s
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
@@ -43,6 +42,7 @@ import numpy as np
 import torch
 
 from kinemesh.errors import ConfigError, InputFileError
+from kinemesh.model.api import single_precision
 
 log = logging.getLogger(__name__)
 
@@ -226,8 +226,7 @@ def outer_product_matrix(
         bar = tqdm(total=n_samples, desc="active subspace", unit="z")
     # the network's passes in float32 where the decoder offers it (``single_precision``): a Monte Carlo estimate
     # of a few dozen samples does not need float64's digits (bench beam: bind 2.5x cheaper per pass)
-    single = getattr(decoder, "single_precision", None)
-    with contextlib.nullcontext() if single is None else single(gradients=True):
+    with single_precision(decoder, gradients=True):
         while done < n_samples:
             # blocks of ``batch`` samples, each drawn in turn (its u, then its probes; on the CPU generator: the same
             # samples on every device), decoded together in passes of whole blocks (``PASS_SAMPLES``)
