@@ -130,6 +130,7 @@ def evaluate(cfg: ModelEvalConfig) -> Result:
     import torch
 
     from kinemesh.data.sequence import KinematicSequence
+    from kinemesh.dynamics.scene import rest_offset
     from kinemesh.geometry import metrics
     from kinemesh.model import load_model
     from kinemesh.model.data import FREE_BODY_KINDS, read_manifest_entries, remove_rigid_motion, select_split
@@ -163,10 +164,8 @@ def evaluate(cfg: ModelEvalConfig) -> Result:
         motion = np.linalg.norm(frames_all - rest[None], axis=-1).mean(-1)
         order = np.argsort(-motion)[:cfg.frames]
         err, mot, expl, cd, cd0, expl_c, cd_c = [], [], [], [], [], [], []
-        offset = None
-        if seq.kind in FREE_BODY_KINDS:  # rest mesh minus the decoded posterior of the rest pose (``rest_offset``)
-            with torch.no_grad():
-                offset = rest - inst.vertices(inst.encode(rest)[0]).cpu().double().numpy()
+        # elastic and cloth: rest mesh minus the decoded posterior of the rest pose, as simulate's rest correction
+        offset = rest_offset(inst, inst.encode(rest)[0]) if seq.kind in FREE_BODY_KINDS else None
         for t in order:
             target = frames_all[t]
             if motion[t] < 1e-6 * size:
