@@ -176,3 +176,33 @@ def test_kinds_keep_only_those_sequences(two_sets, tmp_path):
     _, counts = calibrate_checkpoint(run, [a, b], per_kind=2, frames_per_sequence=1, progress=False,
                                      kinds=("elastic",))
     assert set(counts) - {"all"} == {"elastic"}  # "all": the pooled prior of the kinds trained on
+
+
+def test_frozen_networks_keep_their_init_weights(two_sets, tmp_path):
+    """``--freeze prior,decoder`` (train.frozen) fine-tunes the posterior alone: the prior and decoder
+    weights are bit-equal to --init's, the posterior's move; freezing without --init, all three networks or
+    an unknown one is a clear error."""
+    from safetensors.torch import load_file
+
+    from kinemesh.cli import main
+
+    a, b = two_sets
+    train(preset("tiny"), RunOptions(b, tmp_path / "base", steps=6, progress=False))
+    args = ["train", "--data", str(b), "--preset", "tiny", "--steps", "6", "--no-progress", "--no-calibrate",
+            "--init", str(tmp_path / "base")]
+    assert main(args + ["--out", str(tmp_path / "post"), "--freeze", "prior,decoder"]) == 0
+    base = load_file(str(tmp_path / "base" / "model.safetensors"))
+    post = load_file(str(tmp_path / "post" / "model.safetensors"))
+    moved = {net: max(float((post[k] - base[k]).abs().max()) for k in base if k.startswith(net + "."))
+             for net in ("prior", "posterior", "decoder")}
+    assert moved["prior"] == 0.0 and moved["decoder"] == 0.0 and moved["posterior"] > 1e-6
+    cfg = json.loads((tmp_path / "post" / "config.json").read_text())
+    assert cfg["train"]["frozen"] == ["prior", "decoder"]
+    assert preset("tiny").train.frozen == ()
+    for bad in ("prior,decoder,posterior", "encoder"):
+        assert main(args + ["--out", str(tmp_path / bad), "--freeze", bad]) == 1
+        assert not (tmp_path / bad).exists()
+    cfg = preset("tiny")
+    cfg.train.frozen = ("decoder",)
+    with pytest.raises(ConfigError, match="--init"):
+        train(cfg, RunOptions(b, tmp_path / "noinit", steps=1, progress=False))

@@ -37,6 +37,9 @@ def register(sub):
     p.add_argument("--no-scale", action="store_true", help="ablation: no random scale")
     p.add_argument("--no-resample", action="store_true", help="ablation: fixed point samples per instance")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--freeze", default=None, metavar="NET[,NET]",
+                   help="keep these networks as --init gives them (prior, posterior, decoder; train.frozen): "
+                        "--freeze prior,decoder fine-tunes the posterior alone, leaving the state space as it is")
     p.add_argument("--no-calibrate", action="store_true",
                    help="skip the prior calibration at the end (see `kinemesh calibrate`)")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
@@ -72,6 +75,8 @@ def run(args) -> int:
     if args.no_scale:
         tc.scale_range = (1.0, 1.0)
     tc.resample_points = not args.no_resample
+    if args.freeze:
+        tc.frozen = tuple(n.strip() for n in args.freeze.split(",") if n.strip())
     for item in args.set:
         _override(config, item)
     config.model.__post_init__()

@@ -160,6 +160,11 @@ class TrainConfig:
     """bfloat16 autocast for the transformer (the dual-quaternion head always runs in float32)."""
     max_cached_instances: int = 100000
     """Instances kept in memory by the data loader."""
+    frozen: tuple[str, ...] = ()
+    """Networks kept as they are (``--init``'s weights), any of ``prior``, ``posterior``, ``decoder``: a
+    fine-tune of the posterior alone leaves the state space (prior and decoder) and so the dynamics and the
+    prior samples unchanged. With the decoder frozen the prior plausibility term (it trains only the decoder)
+    is skipped."""
 
     def __post_init__(self) -> None:
         _check_fields(self, "train", {"batch_size": 1, "n_points": 8, "lr": 1e-12, "grad_clip": 1e-12,
@@ -174,6 +179,12 @@ class TrainConfig:
         if not 0 < lo <= hi < float("inf"):
             raise ConfigError(f"train.scale_range must be 0 < lo <= hi, got {self.scale_range!r}")
         self.scale_range = (lo, hi)
+        frozen = (self.frozen,) if isinstance(self.frozen, str) else \
+            tuple(self.frozen) if isinstance(self.frozen, (list, tuple)) else (self.frozen,)
+        bad = [m for m in frozen if m not in NETWORKS]
+        if bad or len(set(frozen)) == len(NETWORKS):
+            raise ConfigError(f"train.frozen must name some of {', '.join(NETWORKS)} (not all), got {self.frozen!r}")
+        self.frozen = frozen
 
 
 @dataclass
@@ -231,6 +242,9 @@ def preset(name: str) -> Config:
 
 
 PRESETS = ("tiny", "cpu-small", "paper")
+NETWORKS = ("prior", "posterior", "decoder")
+"""The three networks of ``KinematicVAE`` (NeuROK Sec. 4), as ``train.frozen`` names them."""
+
 LEGACY = {"ModelConfig": {"component_rigid": False, "posterior_procrustes": False},
           "TrainConfig": {"prior_weight": 0.0}}
 """Defaults of the fields added after the first checkpoints, as those checkpoints were trained: a config.json

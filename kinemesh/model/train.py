@@ -186,7 +186,14 @@ def train(config: Config, opts: RunOptions) -> dict:
     elif opts.init is not None:
         init_from(net, config, opts.init)
         state["init"] = str(opts.init)
-    opt = torch.optim.AdamW(net.parameters(), lr=tc.lr, weight_decay=tc.weight_decay)
+    if tc.frozen:
+        if state["step"] == 0 and opts.init is None:
+            raise ConfigError(f"train.frozen ({', '.join(tc.frozen)}) keeps networks as --init gives them; "
+                              "pass --init CKPT")
+        for name in tc.frozen:
+            getattr(net, name).requires_grad_(False)
+    trained = [p for p in net.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(trained, lr=tc.lr, weight_decay=tc.weight_decay)
     if opt_groups is not None:
         _load_optimizer(opt, ckpt, opt_groups)
     model = net
@@ -209,6 +216,9 @@ def train(config: Config, opts: RunOptions) -> dict:
     if rank == 0:
         log.info("model %s: %.2f M parameters, latent D=%d, head=%s, world=%d, device=%s", config.preset,
                  n_params / 1e6, config.model.latent_dim, config.model.head, world, device)
+        if tc.frozen:
+            log.info("frozen (kept as --init gives them): %s; training %.2f M parameters", ", ".join(tc.frozen),
+                     sum(p.numel() for p in trained) / 1e6)
 
     pbar = None
     if rank == 0 and opts.progress:
@@ -254,6 +264,7 @@ def train(config: Config, opts: RunOptions) -> dict:
                                               "trained": True, "last_val": last_val,
                                               **({"kinds": list(opts.kinds)} if opts.kinds else {})})
 
+    prior_reg = tc.prior_weight > 0 and "decoder" not in tc.frozen  # the term trains the decoder only
     net.train()
     while not should_stop():
         step = state["step"]
@@ -267,15 +278,15 @@ def train(config: Config, opts: RunOptions) -> dict:
         grp_t = torch.from_numpy(grp).to(device)
         if autocast is not None:
             with autocast():
-                outd = model(pts_t, dls_t, groups=grp_t, prior_reg=tc.prior_weight > 0)
+                outd = model(pts_t, dls_t, groups=grp_t, prior_reg=prior_reg)
         else:
-            outd = model(pts_t, dls_t, groups=grp_t, prior_reg=tc.prior_weight > 0)
+            outd = model(pts_t, dls_t, groups=grp_t, prior_reg=prior_reg)
         parts = vae_loss(outd, dls_t, tc.kl_weight, tc.free_bits, tc.recon_weight, tc.prior_weight)
         if not torch.isfinite(parts["loss"]):
             raise TrainingCollapsedError(f"step {step}: loss is {float(parts['loss'])}; lower --lr or disable --bf16")
         opt.zero_grad(set_to_none=True)
         parts["loss"].backward()
-        torch.nn.utils.clip_grad_norm_(net.parameters(), tc.grad_clip)
+        torch.nn.utils.clip_grad_norm_(trained, tc.grad_clip)
         opt.step()
         state["step"] += 1
         state["samples"] += tc.batch_size * world
