@@ -55,7 +55,7 @@ class ModelEvalConfig:
             from kinemesh.geometry.kind import parse_kinds
 
             try:
-                parse_kinds(self.kinds)
+                self.kinds = ",".join(parse_kinds(self.kinds))  # checked and normalised once
             except ConfigError as exc:
                 raise ConfigError(f"--kinds: {exc}") from None
 
@@ -138,9 +138,7 @@ def evaluate(cfg: ModelEvalConfig) -> Result:
 
     entries = read_manifest_entries(cfg.data)
     if cfg.kinds:
-        from kinemesh.geometry.kind import parse_kinds
-
-        entries = [e for e in entries if e.get("kind") in parse_kinds(cfg.kinds)]
+        entries = [e for e in entries if e.get("kind") in cfg.kinds.split(",")]
     held = (select_split(entries, "test") or select_split(entries, "heldout")) if cfg.split == "auto" else \
         select_split(entries, cfg.split)
     if not held:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-KINDS = ("articulated", "elastic", "cloth")
+from kinemesh.geometry.kind import KINDS
 DEFAULT_HOLDOUT = ("washing_machine", "torus", "curtain")
 
 
