@@ -197,7 +197,7 @@ def test_frozen_networks_keep_their_init_weights(two_sets, tmp_path):
              for net in ("prior", "posterior", "decoder")}
     assert moved["prior"] == 0.0 and moved["decoder"] == 0.0 and moved["posterior"] > 1e-6
     cfg = json.loads((tmp_path / "post" / "config.json").read_text())
-    assert cfg["train"]["frozen"] == ["prior", "decoder"]
+    assert cfg["train"]["frozen"] == ["prior", "decoder"] and cfg["info"]["init"] == str(tmp_path / "base")
     assert preset("tiny").train.frozen == ()
     for bad in ("prior,decoder,posterior", "encoder"):
         assert main(args + ["--out", str(tmp_path / bad), "--freeze", bad]) == 1

@@ -262,7 +262,8 @@ def train(config: Config, opts: RunOptions) -> dict:
             write_text(tmp / "train_state.json", json.dumps(st, indent=2) + "\n")
         save_weights(net, config, out, extra={"step": state["step"], "samples": state["samples"],
                                               "trained": True, "last_val": last_val,
-                                              **({"kinds": list(opts.kinds)} if opts.kinds else {})})
+                                              **({"kinds": list(opts.kinds)} if opts.kinds else {}),
+                                              **({"init": state["init"]} if state.get("init") else {})})
 
     prior_reg = tc.prior_weight > 0 and "decoder" not in tc.frozen  # the term trains the decoder only
     net.train()
