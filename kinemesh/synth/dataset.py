@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from kinemesh.geometry.kind import KINDS
+
 DEFAULT_HOLDOUT = ("washing_machine", "torus", "curtain")
 
 
