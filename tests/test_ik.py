@@ -348,3 +348,26 @@ def test_joint_bound_fit_recovers_the_angle_and_keeps_the_lid_on_its_hinge(corre
     off = solve(ReducedDecoder(base_fixed(toy), sub), target, FAST)
     assert np.linalg.norm(off.vertices - truth, axis=1).mean() < 0.5 * np.linalg.norm(rest - truth, axis=1).mean()
     assert np.abs(hinge_distance(off.vertices) - hinge_distance(rest)).max() > 0.02
+
+
+def test_urdf_binding_reduces_to_the_simulators_eight_probe_coordinates():
+    """bind_ik of an object with its joints: 8 reduced coordinates from the motion probes (URDFBinding.k_q, as
+    ``kinemesh simulate`` binds it) unless the reduction fixes k_q; ``k_q=None`` keeps 99 % of the probes."""
+    from dataclasses import replace
+
+    from kinemesh.data.articulated import ArticulatedObject, Part
+    from kinemesh.ik.pipeline import IK_REDUCTION, URDFBinding, bind_ik
+    from toys import moving_model, toy_cabinet
+
+    v, f, ids = toy_cabinet(1)
+    names = ["body", "lid", "drawer"]
+    art = ArticulatedObject([Part(n, np.zeros((0, 3)), np.zeros((0, 3), np.int64)) for n in names],
+                            _joints(), name="toy")
+    model = moving_model()
+    red = replace(IK_REDUCTION, n_samples=4)
+    assert IK_REDUCTION.k_q is None and URDFBinding().k_q == 8
+    _, sub, _ = bind_ik(v, f, model, red, ids, names, art)
+    assert sub.method == "probes" and sub.k == 8
+    assert bind_ik(v, f, model, replace(red, k_q=3), ids, names, art)[1].k == 3  # an explicit k_q wins
+    rule = bind_ik(v, f, model, red, ids, names, art, URDFBinding(k_q=None))[1]
+    assert rule.k == int(np.searchsorted(np.cumsum(rule.eigenvalues) / rule.eigenvalues.sum(), 0.99 - 1e-12) + 1) < 8

@@ -24,7 +24,9 @@ def register(sub) -> None:
                    help="the target may be at another scale/position: normalize it and fit a similarity too")
     p.add_argument("--loss", choices=("auto", "chamfer", "vertex"), default="auto",
                    help="data term (auto: vertex L2 when the target shares the rest mesh's topology)")
-    p.add_argument("--k-q", type=int, default=None, help="reduced coordinates (default: 99%% explained, <= 32)")
+    p.add_argument("--k-q", type=int, default=None,
+                   help="reduced coordinates (default: 99%% explained, <= 32; 8 for a URDF / PartNet-Mobility input, "
+                        "as simulate binds it)")
     p.add_argument("--no-reduction", action="store_true", help="fit the raw latent z (ablation)")
     p.add_argument("--calibrated-prior", action="store_true",
                    help="reduce in the calibrated prior (kinemesh calibrate) instead of N(mu_cond, I)")
