@@ -605,7 +605,8 @@ PROTOCOL = [
     "- Real objects (`--real`, and `--real-val`: a seeded sample of the real training objects that `kinemesh synth "
     "--from-urdf` holds out for validation): bound as `kinemesh ik` binds a URDF input (`kinemesh.ik.pipeline."
     "bind_ik`): the links as parts (a link on a fixed joint merged into its parent), articulated, reduced "
-    "coordinates from motion probes along the URDF's joints (`--real-basis`), the parts moved only along those "
+    "coordinates from motion probes along the URDF's joints (`--real-basis`; 8 of them, `URDFBinding.k_q`, "
+    "since 2026-11-27: 99% of the probes gave 2-3), the parts moved only along those "
     "joints with the root link held at rest (`--real-motion joints`: `kinemesh.dynamics.joints.JointDecoder`, its "
     "joint calibration fitted through q; `decoded`: as the network decodes them, the largest part held, "
     "`--real-base`); the oracle is handed the same joints, with their values unknown and fitted directly.",
