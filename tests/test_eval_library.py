@@ -218,6 +218,27 @@ def test_command_options_are_the_config_fields(config, required):
     assert config_from(p.parse_args([f"--{required}", "d"]), config) == config(**{required: "d"})
 
 
+def test_boolean_options_of_a_config_parse_both_ways():
+    """A False field is a flag; a True one is a --x / --no-x pair (as type=bool, '--x False' would read True)."""
+    from dataclasses import dataclass
+
+    from kinemesh.commands.eval import add_config, config_from
+    from kinemesh.eval import option
+
+    @dataclass
+    class Flags:
+        fast: bool = option(False, "a flag")
+        polish: bool = option(True, "on unless --no-polish")
+
+    p = argparse.ArgumentParser()
+    add_config(p, Flags)
+    assert config_from(p.parse_args([]), Flags) == Flags(False, True)
+    assert config_from(p.parse_args(["--fast", "--no-polish"]), Flags) == Flags(True, False)
+    assert config_from(p.parse_args(["--polish"]), Flags) == Flags(False, True)
+    with pytest.raises(SystemExit):
+        p.parse_args(["--polish", "False"])
+
+
 def test_attachment_is_scored_between_joined_parts():
     """Two doors hinged on a body meet at a seam: opening one 60 deg about its true hinge leaves the other door
     (a touching pair that no joint connects) but not the body, so it is attached on the joined pairs

@@ -21,12 +21,17 @@ log = logging.getLogger(__name__)
 
 def add_config(p, config) -> None:
     """One option ``--a-b`` per field ``a_b`` of the config dataclass, with its default and metadata (help,
-    type, choices, metavar, action; a False default is a flag)."""
+    type, choices, metavar, action; a False default is a flag, a True one a ``--a-b`` / ``--no-a-b`` pair: with
+    ``type=bool`` a given ``False`` would read True)."""
+    import argparse
+
     for f in fields(config):
         kw = {k: v for k, v in f.metadata.items() if k not in ("min", "max")}
         default = f.default_factory() if f.default is MISSING else f.default
         if default is False:
             kw.setdefault("action", "store_true")
+        elif default is True:
+            kw.setdefault("action", argparse.BooleanOptionalAction)
         elif default is not None and not isinstance(default, list):
             kw.setdefault("type", type(default))
         p.add_argument("--" + f.name.replace("_", "-"), default=default, **kw)
