@@ -199,6 +199,10 @@ def test_frozen_networks_keep_their_init_weights(two_sets, tmp_path):
     cfg = json.loads((tmp_path / "post" / "config.json").read_text())
     assert cfg["train"]["frozen"] == ["prior", "decoder"] and cfg["info"]["init"] == str(tmp_path / "base")
     assert preset("tiny").train.frozen == ()
+    tc = preset("tiny").train
+    tc.frozen = " prior, decoder"  # a comma list, as --freeze and --set train.frozen=... give it
+    tc.__post_init__()
+    assert tc.frozen == ("prior", "decoder")
     for bad in ("prior,decoder,posterior", "encoder"):
         assert main(args + ["--out", str(tmp_path / bad), "--freeze", bad]) == 1
         assert not (tmp_path / bad).exists()

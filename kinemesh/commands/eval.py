@@ -7,6 +7,7 @@ calls ``evaluate``, prints the table and writes the files atomically.
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import sys
@@ -23,8 +24,6 @@ def add_config(p, config) -> None:
     """One option ``--a-b`` per field ``a_b`` of the config dataclass, with its default and metadata (help,
     type, choices, metavar, action; a False default is a flag, a True one a ``--a-b`` / ``--no-a-b`` pair: with
     ``type=bool`` a given ``False`` would read True)."""
-    import argparse
-
     for f in fields(config):
         kw = {k: v for k, v in f.metadata.items() if k not in ("min", "max")}
         default = f.default_factory() if f.default is MISSING else f.default

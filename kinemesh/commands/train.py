@@ -76,7 +76,7 @@ def run(args) -> int:
         tc.scale_range = (1.0, 1.0)
     tc.resample_points = not args.no_resample
     if args.freeze:
-        tc.frozen = tuple(n.strip() for n in args.freeze.split(",") if n.strip())
+        tc.frozen = args.freeze  # a comma list, parsed and checked by TrainConfig
     for item in args.set:
         _override(config, item)
     config.model.__post_init__()

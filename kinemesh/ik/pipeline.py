@@ -74,7 +74,7 @@ def bind_ik(vertices, faces, model, reduction: ReductionConfig, part_ids=None, p
         probes = motion_probes(vertices, faces, part_ids, part_names,
                                articulation if how.basis == "probes" else None, seed=seed)[0]
         reduction = replace(reduction, basis="probes",
-                            k_q=reduction.k_q if reduction.k_q is not None or how.k_q is None else how.k_q)
+                            k_q=reduction.k_q if reduction.k_q is not None else how.k_q)
     b = bind(vertices, faces, model, kind="articulated", part_ids=part_ids, reduction=reduction, n_points=2048,
              seed=seed, device=device, probes=probes)
     dec, sub = b.instance, b.subspace

@@ -179,8 +179,10 @@ class TrainConfig:
         if not 0 < lo <= hi < float("inf"):
             raise ConfigError(f"train.scale_range must be 0 < lo <= hi, got {self.scale_range!r}")
         self.scale_range = (lo, hi)
-        frozen = (self.frozen,) if isinstance(self.frozen, str) else \
-            tuple(self.frozen) if isinstance(self.frozen, (list, tuple)) else (self.frozen,)
+        frozen = self.frozen
+        if isinstance(frozen, str):  # a comma list: --freeze, --set train.frozen=prior,decoder
+            frozen = [n.strip() for n in frozen.split(",") if n.strip()]
+        frozen = tuple(frozen) if isinstance(frozen, (list, tuple)) else (frozen,)
         bad = [m for m in frozen if m not in NETWORKS]
         if bad or len(set(frozen)) == len(NETWORKS):
             raise ConfigError(f"train.frozen must name some of {', '.join(NETWORKS)} (not all), got {self.frozen!r}")
