@@ -350,9 +350,10 @@ def test_joint_bound_fit_recovers_the_angle_and_keeps_the_lid_on_its_hinge(corre
     assert np.abs(hinge_distance(off.vertices) - hinge_distance(rest)).max() > 0.02
 
 
-def test_urdf_binding_reduces_to_the_simulators_eight_probe_coordinates():
-    """bind_ik of an object with its joints: 8 reduced coordinates from the motion probes (URDFBinding.k_q, as
-    ``kinemesh simulate`` binds it) unless the reduction fixes k_q; ``k_q=None`` keeps 99 % of the probes."""
+def test_urdf_binding_keeps_at_least_the_simulators_eight_probe_coordinates():
+    """bind_ik of an object with its joints: at least 8 reduced coordinates from the motion probes
+    (URDFBinding.min_k, as ``kinemesh simulate`` binds it), more where 99 % of the probes needs them, unless the
+    reduction fixes k_q; ``min_k=1`` keeps the 99 % rule alone."""
     from dataclasses import replace
 
     from kinemesh.data.articulated import ArticulatedObject, Part
@@ -365,9 +366,11 @@ def test_urdf_binding_reduces_to_the_simulators_eight_probe_coordinates():
                             _joints(), name="toy")
     model = moving_model()
     red = replace(IK_REDUCTION, n_samples=4)
-    assert IK_REDUCTION.k_q is None and URDFBinding().k_q == 8
+    assert IK_REDUCTION.k_q is None and URDFBinding().min_k == 8
     _, sub, _ = bind_ik(v, f, model, red, ids, names, art)
     assert sub.method == "probes" and sub.k == 8
     assert bind_ik(v, f, model, replace(red, k_q=3), ids, names, art)[1].k == 3  # an explicit k_q wins
-    rule = bind_ik(v, f, model, red, ids, names, art, URDFBinding(k_q=None))[1]
-    assert rule.k == int(np.searchsorted(np.cumsum(rule.eigenvalues) / rule.eigenvalues.sum(), 0.99 - 1e-12) + 1) < 8
+    rule = bind_ik(v, f, model, red, ids, names, art, URDFBinding(min_k=1))[1]
+    k99 = int(np.searchsorted(np.cumsum(rule.eigenvalues) / rule.eigenvalues.sum(), 0.99 - 1e-12) + 1)
+    assert rule.k == k99 < 8
+    assert bind_ik(v, f, model, red, ids, names, art, URDFBinding(min_k=k99 - 1))[1].k == k99  # a floor, not a cap

@@ -135,6 +135,11 @@ def test_fit_probes_spans_the_probe_motions_with_unit_spread(tmp_path):
     assert sub.explained == pytest.approx(1.0, abs=1e-6)
     back = Subspace.load(sub.save(tmp_path / "s"))
     assert torch.allclose(back.scale, sub.scale) and torch.allclose(back.basis, sub.basis)
+    # k_q None: the probes' 99 % (the first direction: spread 3 against 0.5), raised to min_k, never above the
+    # latent dimension (6)
+    assert fit_probes(dec, probes, k_q=None).k == 1
+    assert fit_probes(dec, probes, k_q=None, min_k=4).k == 4
+    assert fit_probes(dec, probes, k_q=None, min_k=9).k == 6
     with pytest.raises(Exception, match="motion probes must be"):
         fit_probes(dec, probes[:, :5], k_q=2)
 

@@ -25,8 +25,8 @@ def register(sub) -> None:
     p.add_argument("--loss", choices=("auto", "chamfer", "vertex"), default="auto",
                    help="data term (auto: vertex L2 when the target shares the rest mesh's topology)")
     p.add_argument("--k-q", type=int, default=None,
-                   help="reduced coordinates (default: 99%% explained, <= 32; 8 for a URDF / PartNet-Mobility input, "
-                        "as simulate binds it)")
+                   help="reduced coordinates (default: 99%% explained, <= 32; at least 8 for a URDF / "
+                        "PartNet-Mobility input, as simulate binds it)")
     p.add_argument("--no-reduction", action="store_true", help="fit the raw latent z (ablation)")
     p.add_argument("--calibrated-prior", action="store_true",
                    help="reduce in the calibrated prior (kinemesh calibrate) instead of N(mu_cond, I)")

@@ -92,8 +92,8 @@ class IKEvalConfig:
     calibrated_prior: bool = option(False, "reduce in the calibrated prior (kinemesh calibrate) instead of "
                                     "N(mu_cond, I)")
     subspace_method: str = option("jacobian", choices=("jacobian", "gradient"))
-    k_q: int | None = option(None, "fixed reduced dimension (default: 99%% explained; 8 on real objects bound with "
-                              "their joints, URDFBinding.k_q)", type=int, min=1)
+    k_q: int | None = option(None, "fixed reduced dimension (default: 99%% explained; on real objects bound with "
+                              "their joints at least 8, URDFBinding.min_k)", type=int, min=1)
     rigidity: float = option(0.0, "IK rigidity weight for NeuROK")
     fit_loss: str = option("both", "data term of every method: vertex (the target is a pose of the same mesh, vertex "
                            "correspondences known: the paper's setting), chamfer (no correspondences, as for a "
@@ -605,8 +605,8 @@ PROTOCOL = [
     "- Real objects (`--real`, and `--real-val`: a seeded sample of the real training objects that `kinemesh synth "
     "--from-urdf` holds out for validation): bound as `kinemesh ik` binds a URDF input (`kinemesh.ik.pipeline."
     "bind_ik`): the links as parts (a link on a fixed joint merged into its parent), articulated, reduced "
-    "coordinates from motion probes along the URDF's joints (`--real-basis`; 8 of them, `URDFBinding.k_q`, "
-    "since 2026-11-27: 99% of the probes gave 2-3), the parts moved only along those "
+    "coordinates from motion probes along the URDF's joints (`--real-basis`; 99% of the probes' norm but at least "
+    "8 since 2026-11-27, `URDFBinding.min_k`: 99% alone gave 2-3 for one or two doors), the parts moved only along those "
     "joints with the root link held at rest (`--real-motion joints`: `kinemesh.dynamics.joints.JointDecoder`, its "
     "joint calibration fitted through q; `decoded`: as the network decodes them, the largest part held, "
     "`--real-base`); the oracle is handed the same joints, with their values unknown and fitted directly.",

@@ -30,14 +30,16 @@ class URDFBinding:
     basis: str = "probes"
     """"probes": reduced coordinates from motion probes along the object's joints (``predicted-probes``: along
     joints predicted from the static shape), "prior": the active subspace of prior samples (``IK_REDUCTION``)."""
-    k_q: int | None = 8
-    """Reduced coordinates of the probe basis when the reduction does not fix them (``ReductionConfig.k_q`` None),
-    capped at the number of probes: 8, as ``kinemesh simulate`` binds an articulated object. Keeping 99 % of the
-    probes' squared norm instead (the prior basis' rule) gave 2-3 coordinates for one or two doors: the network
-    traces a door's turn on a curve in its latent space, and the third direction of a two-door cabinet
-    (kitchenmodels__46481) held too little of it to reach the pose (reduced fit 0.031 vertex error against the
-    rest pose's 0.052). Real validation scans: 88.6 % -> 89.7 % motion explained (5 coordinates: 89.9 %;
-    docs/results/ik_real.md). None keeps the 99 % rule."""
+    min_k: int = 8
+    """At least this many reduced coordinates in the probe basis (capped at the number of probes), more where 99 %
+    of the probes' squared norm needs them (up to the reduction's ``max_k``, 32): 8, as ``kinemesh simulate``
+    binds an articulated object. 99 % alone gave 2-3 coordinates for one or two doors: the network traces a door's
+    turn on a curve in its latent space, and the third direction of a two-door cabinet (kitchenmodels__46481) held
+    too little of it to reach the pose (reduced fit 0.031 vertex error against the rest pose's 0.052). A floor, not
+    a fixed 8, so that an object whose probes need more keeps them (an unlike folding fan with 6 joints: 9). Real
+    validation scans 88.6 -> 89.7 % motion explained; on the unlike categories the scans got worse (75.3 -> 59.0 %:
+    a toy piano's search lands farther off with 8 coordinates than with 4; docs/results/ik_real.md, first
+    section). 1 keeps the 99 % rule alone; a fixed ``k_q`` of the reduction overrides both."""
     fixed_base: bool = True
     """The base part (the largest) stays at rest (:func:`base_fixed`); with ``joints`` the articulation's root."""
     anchored: bool = False
@@ -73,8 +75,7 @@ def bind_ik(vertices, faces, model, reduction: ReductionConfig, part_ids=None, p
 
         probes = motion_probes(vertices, faces, part_ids, part_names,
                                articulation if how.basis == "probes" else None, seed=seed)[0]
-        reduction = replace(reduction, basis="probes",
-                            k_q=reduction.k_q if reduction.k_q is not None else how.k_q)
+        reduction = replace(reduction, basis="probes", min_k=max(reduction.min_k, how.min_k))
     b = bind(vertices, faces, model, kind="articulated", part_ids=part_ids, reduction=reduction, n_points=2048,
              seed=seed, device=device, probes=probes)
     dec, sub = b.instance, b.subspace

@@ -274,6 +274,7 @@ def fit(
     seed: int = 0,
     max_k: int | None = None,
     progress: bool = False,
+    min_k: int = 1,
 ) -> Subspace:
     """Active subspace of one instance: the top eigenvectors of C (see module docstring).
 
@@ -281,7 +282,7 @@ def fit(
     ----------
     decoder : InstanceDecoder.
     k_q : fixed number of reduced coordinates; None chooses the smallest k whose eigenvalues hold
-        ``explained`` of the trace of C (capped at ``max_k``).
+        ``explained`` of the trace of C (at least ``min_k``, at most ``max_k``).
     explained : fraction in (0, 1] used when ``k_q`` is None.
     n_samples, method, n_probes, batch, seed : see :func:`outer_product_matrix`.
 
@@ -305,7 +306,7 @@ def fit(
             k = 1
         else:
             k = int(np.searchsorted(np.cumsum(ev) / total, explained - 1e-12) + 1)
-        k = min(k, D if max_k is None else max_k)
+        k = min(max(k, int(min_k)), D if max_k is None else max_k)
     else:
         k = int(k_q)
     W = evecs[:, :k].float().contiguous()
@@ -321,10 +322,10 @@ def fit(
 
 def fit_probes(decoder, probes, k_q: int | None = 8, explained: float = 0.99, max_k: int | None = None,
                progress: bool = False, prior_dims: int = 0, n_samples: int = 32, n_probes: int = 4,
-               seed: int = 0) -> Subspace:
+               seed: int = 0, min_k: int = 1) -> Subspace:
     """Subspace spanned by the posterior means of ``probes`` (n, N, 3) metres, poses of ``decoder``'s rest mesh
     (an InstanceDecoder with ``encode``); see the module docstring. ``k_q`` (None: the smallest k holding
-    ``explained`` of the probes' squared norm, capped at ``max_k``) is capped at the number of probes.
+    ``explained`` of the probes' squared norm, at least ``min_k``, at most ``max_k``) is capped at the number of probes.
     ``prior_dims`` of the k coordinates are instead the leading active-subspace directions of the prior
     (``outer_product_matrix`` with ``n_samples``, ``n_probes``, ``seed``) orthogonal to the probe directions, in
     prior standard deviations: motions the probes do not name (a soft beam's local bulge under a poke).
@@ -354,7 +355,7 @@ def fit_probes(decoder, probes, k_q: int | None = 8, explained: float = 0.99, ma
     if k_q is None:
         total = ev.sum()
         k = int(np.searchsorted(np.cumsum(ev) / total, explained - 1e-12) + 1) if total > 0 else 1
-        k = min(k, D if max_k is None else max_k)
+        k = min(max(k, int(min_k)), D if max_k is None else max_k)
     else:
         k = int(k_q)
     k_total = k

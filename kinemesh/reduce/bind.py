@@ -38,6 +38,8 @@ class ReductionConfig:
     """Fraction of the trace of C kept when ``k_q`` is None."""
     max_k: int | None = None
     """Upper bound on the automatically chosen k_q."""
+    min_k: int = 1
+    """Lower bound on the automatically chosen k_q (kept below the number of probes and the latent dimension)."""
     method: str = "jacobian"
     """"jacobian" (E[J^T J], default) or "gradient" (the paper's scalar G = ||delta||)."""
     n_samples: int = 32
@@ -125,8 +127,9 @@ def bind(vertices: np.ndarray, faces: np.ndarray, model: KinematicModel | str | 
         k_q = red.k_q if red.k_q is not None else red.max_k
         extra = int(round(red.prior_share * k_q)) if k_q and kind in ("elastic", "cloth") else 0
         sub = fit_probes(inst, probes, k_q=red.k_q, explained=red.explained, max_k=red.max_k, progress=progress,
-                         prior_dims=extra, n_samples=red.n_samples, n_probes=red.n_probes, seed=seed)
+                         prior_dims=extra, n_samples=red.n_samples, n_probes=red.n_probes, seed=seed,
+                         min_k=red.min_k)
     else:
         sub = fit(inst, k_q=red.k_q, explained=red.explained, max_k=red.max_k, n_samples=red.n_samples,
-                  method=red.method, n_probes=red.n_probes, seed=seed)
+                  method=red.method, n_probes=red.n_probes, seed=seed, min_k=red.min_k)
     return Binding(ReducedDecoder(inst, sub), inst, sub, kind, model)
