@@ -149,6 +149,64 @@ def test_joint_decoder_calibration_restores_the_range():
     assert jd.joint_values(z).numpy() == pytest.approx([0.8, 0.0], abs=0.01)
 
 
+class _KeysDecoder:
+    """A body and three keys side by side, each pressed along -z (prismatic, 0-2 cm), and a network that can
+    only press all three together by z[0] cm: a probe of one key decodes to every key pressed by a third of it
+    (the cross-talk of a toy piano's equal keys). Its own ReducedDecoder (identity subspace) with an encoder."""
+
+    names = ["body", "key0", "key1", "key2"]
+
+    def __init__(self):
+        from tests.toys import box, merge_meshes, subdivide
+
+        meshes = [subdivide(*box((-0.2, -0.1, -0.1), (0.2, 0.1, 0.0)), 1)]
+        meshes += [subdivide(*box((-0.15 + 0.1 * i, -0.05, 0.0), (-0.07 + 0.1 * i, 0.05, 0.03)), 1) for i in range(3)]
+        v, self.faces = merge_meshes(*meshes)
+        groups = np.concatenate([np.full(len(m[0]), i) for i, m in enumerate(meshes)])
+        self.rest_points = self.rest_vertices = torch.as_tensor(v)
+        self.point_groups = self.vertex_part = groups
+        self.keys = torch.as_tensor(groups > 0)
+        self.mu_cond, self.latent_dim = torch.zeros(1, dtype=torch.float64), 1
+        self.subspace, self.decoder = _Subspace(1), self
+        parts = [Part(n, v[groups == i], np.zeros((0, 3), np.int64)) for i, n in enumerate(self.names)]
+        self.art = ArticulatedObject(parts, [
+            Joint(f"press{i}", "prismatic", "body", f"key{i}", np.array([0.0, 0.0, -1.0]), np.zeros(3), (0.0, 0.02))
+            for i in range(3)], name="keys")
+
+    def points(self, z):
+        z = torch.as_tensor(z, dtype=torch.float64)
+        down = torch.zeros(*z.shape[:-1], len(self.rest_points), 3, dtype=torch.float64)
+        down[..., self.keys, 2] = -0.01 * z[..., :1]
+        return self.rest_points + down
+
+    vertices = points
+
+    def encode_points(self, pts):
+        pressed = -(torch.as_tensor(pts) - self.rest_points)[self.keys, 2].mean() / 0.01
+        return pressed.reshape(1), None
+
+
+def test_joints_the_calibrated_network_cannot_reach_get_coordinates_of_their_own(monkeypatch):
+    """Three keys the network only presses together: each key's own poses decode to a third of the asked press
+    (above 1 / MAX_GAIN, so not weak by the raw gain), and no calibration can separate them. With ``direct`` every
+    key gets a coordinate of its own (the least-squares reach of the calibrated network is below MIN_REACH), so
+    one key can be pressed alone; the rule switched off leaves them on the network's coordinate."""
+    from kinemesh.dynamics import joints
+    from kinemesh.dynamics.joints import JointDecoder
+
+    dec = _KeysDecoder()
+    jd = JointDecoder(dec, dec.art, dec.names, direct=True)
+    assert sorted(jd.direct) == ["press0", "press1", "press2"] and jd.latent_dim == 4
+    q = torch.tensor([0.0, 0.0, 0.015, 0.0], dtype=torch.float64)  # the network's coordinate, then d per key
+    assert jd.joint_values(q).numpy() == pytest.approx([0.0, 0.015, 0.0], abs=1e-9)
+    with torch.no_grad():
+        moved = (jd.vertices(q) - dec.rest_vertices).norm(dim=-1)
+    groups = torch.as_tensor(dec.vertex_part)
+    assert moved[groups == 2].min() == pytest.approx(0.015) and moved[groups != 2].max() < 1e-9
+    monkeypatch.setattr(joints, "MIN_REACH", 0.0)
+    assert JointDecoder(dec, dec.art, dec.names, direct=True).direct == []
+
+
 def test_build_system_moves_parts_along_the_articulation():
     """build_system wraps an articulated decoder in a JointDecoder when an articulation is given (info["joints"]),
     in the base-frame decoder with SimulationSpec(joints=False) or without one; a drag simulation runs."""
