@@ -374,3 +374,44 @@ def test_urdf_binding_keeps_at_least_the_simulators_eight_probe_coordinates():
     k99 = int(np.searchsorted(np.cumsum(rule.eigenvalues) / rule.eigenvalues.sum(), 0.99 - 1e-12) + 1)
     assert rule.k == k99 < 8
     assert bind_ik(v, f, model, red, ids, names, art, URDFBinding(min_k=k99 - 1))[1].k == k99  # a floor, not a cap
+
+
+def test_urdf_binding_gives_joints_of_their_own_the_coordinates_simulate_gives_them(monkeypatch):
+    """Joints whose motion the network cannot deliver (here: every joint, MIN_REACH raised past any reach) get
+    coordinates of their own in inverse kinematics too, as ``kinemesh simulate`` binds them: appended to the probe
+    coordinates (q = [q_network, d]) and to z for the polish, so a pose along them is fitted exactly, and the joint
+    values of the fit are its d."""
+    from dataclasses import replace
+
+    from kinemesh.data.articulated import ArticulatedObject, Part
+    from kinemesh.dynamics import joints
+    from kinemesh.ik.pipeline import IK_REDUCTION, bind_ik
+    from kinemesh.reduce.active_subspace import AppendedSubspace
+    from toys import moving_model, toy_cabinet
+
+    v, f, ids = toy_cabinet(1)
+    names = ["body", "lid", "drawer"]
+    art = ArticulatedObject([Part(n, np.zeros((0, 3)), np.zeros((0, 3), np.int64)) for n in names],
+                            _joints(), name="toy")
+    T = art.part_transforms({"lid": 0.5, "drawer": 0.1})
+    tv = v.copy()
+    for i, n in enumerate(names):
+        tv[ids == i] = v[ids == i] @ T[n][:3, :3].T + T[n][:3, 3]
+    target = make_target(tv, f, v, f, correspondences=True)
+    red = replace(IK_REDUCTION, n_samples=4)
+    cfg = IKConfig(loss="vertex", adam_steps=60, lbfgs_steps=30)
+    model = moving_model()
+    monkeypatch.setattr(joints, "MIN_REACH", 1e9)
+    dec, sub, _ = bind_ik(v, f, model, red, ids, names, art)
+    jd = dec.decoder
+    assert isinstance(dec.subspace, AppendedSubspace) and sorted(jd.direct) == ["drawer", "lid"]
+    assert dec.latent_dim == sub.k + 2 and jd.latent_dim == sub.latent_dim + 2
+    res = solve(dec, target, cfg)
+    assert res.z.shape == (sub.latent_dim + 2,)
+    assert jd.joint_values(torch.as_tensor(res.z).to(jd.mu_cond)).numpy() == pytest.approx([0.5, 0.1], abs=2e-3)
+    assert res.errors["vertex_error"] < 1e-3
+    # the appended coordinates pass through the reduction; an encoder's latent (D) gets them at 0
+    q = torch.randn(3, dec.latent_dim, generator=torch.Generator().manual_seed(0))
+    assert torch.allclose(dec.subspace.z(q)[:, -2:], q[:, -2:])
+    assert torch.allclose(dec.subspace.q(dec.subspace.z(q)), q, atol=1e-4)
+    assert dec.subspace.q(sub.z(q[:, :sub.k]))[:, -2:].abs().max() == 0

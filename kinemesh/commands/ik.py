@@ -127,14 +127,17 @@ def run(args) -> int:
         msg += (f", vertex error {ve:.5f} (rest pose {rest_err:.5f}, motion explained "
                 + ("n/a: the target is the rest pose)" if expl is None else f"{expl:.1%})"))
     msg += " [normalized units: rest bbox longest side = 1]"
-    dims = f"q ({sub.k} of {sub.latent_dim} latent dims)" if sub is not None else f"z ({decoder.latent_dim} dims)"
+    dims = f"q ({sub.k} of {sub.latent_dim} latent dims" if sub is not None else f"z ({decoder.latent_dim} dims"
+    own = len(getattr(decoder.decoder if sub is not None else decoder, "direct", ()) or ())
+    dims += (", and 1 joint with a coordinate of its own)" if own == 1 else
+             f", and {own} joints with coordinates of their own)" if own else ")")
     if res.polished:
         dims += ", then polished in z"
     jd = decoder.decoder if sub is not None else decoder
     joints = {}
     if isinstance(jd, JointDecoder):  # the fitted joint values (rad / m), z being the joint decoder's latent
         values = jd.joint_values(torch.as_tensor(res.z).to(jd.mu_cond))
-        joints = {j.name: float(values[i]) for i, j in enumerate(jd.joints) if j.name in jd.active}
+        joints = {j.name: float(values[i]) for i, j in enumerate(jd.joints) if j.name in jd.active + jd.direct}
         msg += "\njoint values: " + ", ".join(f"{n} {v:.4g}" for n, v in joints.items())
     print(msg)
     print(f"fitted {dims} in {res.seconds:.2f} s -> {args.out}")

@@ -128,7 +128,9 @@ class JointDecoder:
     calibrate : fit the joint calibration (module docstring; needs an instance that encodes, or a ReducedDecoder
         of one).
     direct : joints the network does not move get coordinates of their own (module docstring); ``direct`` names
-        them and ``latent_dim`` / ``mu_cond`` grow by their number (``k_network`` = the wrapped decoder's).
+        them and ``latent_dim`` / ``mu_cond`` grow by their number (``k_network`` = the wrapped decoder's). A list
+        of joint names gives those joints coordinates of their own instead of choosing them (inverse kinematics
+        poses the instance in z with the joints chosen through its reduced coordinates, as ``simulate`` chose).
 
     Same coordinates, prior and rest points as ``decoder``. ``joint_values(q)`` (..., J) gives the joint values
     (rad / m, order of ``joints``); ``active`` names the joints that can move (parts with ``MIN_POINTS``);
@@ -137,12 +139,13 @@ class JointDecoder:
     """
 
     def __init__(self, decoder, articulation, part_names, hold_base: bool = True, calibrate: bool = True,
-                 direct: bool = False):
+                 direct: bool | list[str] = False):
         self.decoder = decoder
         self.mu_cond = decoder.mu_cond
         self.latent_dim = self.k_network = int(decoder.latent_dim)
         self.direct: list[str] = []  # joints with a coordinate of their own (``direct``)
-        self._direct = bool(direct)
+        self._direct = direct is True or (not isinstance(direct, bool) and len(direct) > 0)
+        self._chosen = None if isinstance(direct, bool) else set(direct)  # joints named by the caller
         self.rest_points = decoder.rest_points
         self.rest_vertices = decoder.rest_vertices
         self.hold_base = bool(hold_base)
@@ -186,7 +189,8 @@ class JointDecoder:
             self._calibrate()
         if self._direct:
             idx = [i for i, j in enumerate(self.joints) if j.movable and j.child in self._points_of
-                   and (j.name not in self.active or j.name in self._weak)]
+                   and (j.name not in self.active or j.name in self._weak if self._chosen is None
+                        else j.name in self._chosen)]
             self.direct = [self.joints[i].name for i in idx]
             self._direct_index = torch.as_tensor(idx, dtype=torch.int64)
             self.calibration[self._direct_index, :] = 0.0
@@ -238,7 +242,12 @@ class JointDecoder:
         A = torch.zeros_like(R)  # asked values: the probed joint at its value, the others at rest
         for r, (i, v) in enumerate(asked):
             A[r, act.index(i)] = v
-        if self._direct:
+        if self._chosen is not None:  # the caller named the joints of their own: calibrate the others
+            keep = [c for c in range(len(act)) if self.joints[act[c]].name not in self._chosen]
+            if not keep:
+                return
+            act, R, A = [act[c] for c in keep], R[:, keep], A[:, keep]
+        elif self._direct:
             # joints whose own poses decode to less than 1 / MAX_GAIN of the asked value (a wheel spinning about
             # its axis keeps its shape) get coordinates of their own instead of a calibration of noise
             gain = (A * R).sum(0) / (A * A).sum(0).clamp_min(1e-12)
@@ -253,7 +262,7 @@ class JointDecoder:
             if C is None:
                 log.info("%s: joint calibration failed (non-finite); decoded values kept", self.articulation.name)
                 return
-            if not self._direct or MIN_REACH <= 0:
+            if not self._direct or self._chosen is not None or MIN_REACH <= 0:
                 break
             # joints the calibrated network still cannot reach (their probes moved with their neighbours', so
             # the least squares spent them on cross-talk: 7 equal piano keys) get coordinates of their own too

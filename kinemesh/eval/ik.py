@@ -608,7 +608,9 @@ PROTOCOL = [
     "coordinates from motion probes along the URDF's joints (`--real-basis`; 99% of the probes' norm but at least "
     "8 since 2026-11-27, `URDFBinding.min_k`: 99% alone gave 2-3 for one or two doors), the parts moved only along those "
     "joints with the root link held at rest (`--real-motion joints`: `kinemesh.dynamics.joints.JointDecoder`, its "
-    "joint calibration fitted through q; `decoded`: as the network decodes them, the largest part held, "
+    "joint calibration fitted through q, and the joints the network does not move through q, or moves only with "
+    "their neighbours, given coordinates of their own as `kinemesh simulate` gives them; `decoded`: as the network "
+    "decodes them, the largest part held, "
     "`--real-base`); the oracle is handed the same joints, with their values unknown and fitted directly.",
     "- PCA: principal components (99% variance, <= 32) of up to 200 training deformation fields of the same "
     "category (same kind when the category is unseen), transferred to the test mesh by nearest neighbours in "

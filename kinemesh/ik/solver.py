@@ -273,8 +273,10 @@ def posterior_starts(decoder, target: Target, iters: int = 3) -> torch.Tensor | 
     out = []
     with torch.no_grad():
         for i in range(int(iters)):
-            if i:
-                pts = inst.points(z[None])[0].detach().cpu().double().numpy()
+            if i:  # (a decoder with coordinates of its own beyond the encoder's latent has them at 0)
+                pad = int(getattr(inst, "latent_dim", z.shape[-1])) - z.shape[-1]
+                zz = torch.cat([z, z.new_zeros(pad)]) if pad > 0 else z
+                pts = inst.points(zz[None])[0].detach().cpu().double().numpy()
             z, _ = inst.encode_points(tp[tree.query(pts)[1]])
             out.append(sub.q(z[None].to(sub.W.dtype))[0] if sub is not None else z)
     return torch.stack(out).float()

@@ -378,6 +378,38 @@ def fit_probes(decoder, probes, k_q: int | None = 8, explained: float = 0.99, ma
                     None if L is None else torch.as_tensor(L).detach().float().cpu().clone(), scale.float())
 
 
+class AppendedSubspace:
+    """``subspace`` with ``m`` coordinates of their own appended to both sides: q = [q_reduced, d] (k + m) and
+    z = [subspace.z(q_reduced), d] (D + m), the latent of a decoder that appends them (a
+    :class:`kinemesh.dynamics.joints.JointDecoder`'s joints of their own), so those pass through unreduced.
+    ``q`` of a latent without them (D, the encoder's) gives d = 0. Spectrum, ``W`` and ``save`` are the subspace's."""
+
+    def __init__(self, subspace: Subspace, m: int):
+        self.subspace, self.m = subspace, int(m)
+
+    @property
+    def k(self) -> int:
+        return self.subspace.k + self.m
+
+    @property
+    def latent_dim(self) -> int:
+        return self.subspace.latent_dim + self.m
+
+    def z(self, q: torch.Tensor) -> torch.Tensor:
+        k = self.subspace.k
+        return torch.cat([self.subspace.z(q[..., :k]), q[..., k:]], -1)
+
+    def q(self, z: torch.Tensor) -> torch.Tensor:
+        D = self.subspace.latent_dim
+        d = z[..., D:] if z.shape[-1] > D else z.new_zeros(*z.shape[:-1], self.m)
+        return torch.cat([self.subspace.q(z[..., :D]), d], -1)
+
+    def __getattr__(self, name):  # W, eigenvalues, explained, save, ... of the reduced part
+        if name == "subspace":
+            raise AttributeError(name)
+        return getattr(self.subspace, name)
+
+
 class ReducedDecoder:
     """An InstanceDecoder in reduced coordinates: q (..., k) -> points/vertices of ``decoder`` at z(q).
 
