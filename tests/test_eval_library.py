@@ -158,6 +158,9 @@ def test_real_rows(toy, tmp_path, gravity, monkeypatch):
     assert asked["door_hinge"] == pytest.approx(np.pi / 3)  # 60 deg within [0, 90 deg]
     assert asked["drawer_slide"] == pytest.approx(-0.15)  # half the travel, to the side with more room
     assert "1 objects, 3 movable parts" in real.render(res.rows)
+    # every movable joint of the (predicted) articulation is moved either by the network or by its own coordinate
+    assert row["joints_network"] + row["joints_own"] >= 3 and row["joints_own"] >= 0
+    assert f"| {row['joints_network']} / {row['joints_own']} |" in real.render(res.rows)
 
 
 def test_articulation_rows(tmp_path, monkeypatch):

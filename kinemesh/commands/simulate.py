@@ -267,6 +267,8 @@ def run(args) -> int:
     print(f"simulated {spec.frames} frames of {article} {info['kind']} object ({n} vertices, k_q={info['k_q']}, "
           f"mass {info['mass_kg']:.3g} kg) in {info['simulate_s'] + info['decode_s']:.1f} s"
           + (f"; {len(info['step_warnings'])} step reductions" if info["step_warnings"] else "")
+          + (f"; joints: {len(info['joints_network'])} moved by the network's coordinates, {len(info['joints_own'])} by "
+             f"coordinates of their own" if info.get("joints") else "")
           + (f"; {wm.part_ids.max() + 1} parts ({wm.part_source})" if wm.part_ids is not None else "")
           + (f"; outputs are the mesh decimated to {len(vertices)} vertices" if wm.decimated else ""))
     for p in paths:

@@ -390,7 +390,10 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
     info = {"kind": kind, "mass_kg": mtot, "stiffness_hz": stiff_hz, "damping_per_s": alpha,
             "latent_stiffness": system.stiffness, "mean_generalized_mass": mbar, "k_q": k - 6 * rigid,
             "rigid_body": rigid, "integrator": resolve_integrator(spec.integrator, kind), "fixed_base": base is not None, "joints": bool(joints), "floor": floor, "barrier_radius": barrier,
-            "points": P, "rest_fit_rms_m": rest_rms, "gravity": list(g)}
+            "points": P, "rest_fit_rms_m": rest_rms, "gravity": list(g),
+            # the joints the network's reduced coordinates move, and those moved by coordinates of their own
+            "joints_network": [n for n in jd.active if n not in jd.direct] if joints else [],
+            "joints_own": list(jd.direct) if joints else []}
     return system, info
 
 

@@ -256,6 +256,8 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
                                  "component_offset": float("nan"), "dragged_vertex_error": float("nan"),
                                  "attached": False, "diverged": True})
             continue
+        row.setdefault("joints_network", len(res.info.get("joints_network", [])))
+        row.setdefault("joints_own", len(res.info.get("joints_own", [])))
         last = res.sequence.frames[-1].astype(np.float64)
         row["drags"].append({
             "joint": j.name, "type": j.type, "asked": asked, "vertex": vid,
@@ -288,6 +290,8 @@ def summarize(rows: list[dict]) -> dict:
         x = [r[key] for r in rows if r.get(key, np.nan) == r.get(key)]
         return float(np.mean(x)) if x else float("nan")
 
+    net, own = (sum(int(r.get(k, 0)) for r in rows) for k in ("joints_network", "joints_own"))
+    s.update(joints_network=net, joints_own=own)
     s.update({k: mean(k) for k in ("prior_attached", "joint_prior_attached", "reduced_attached", "prior_rigidity",
                                    "joint_prior_rigidity")}, seconds=float(sum(r["seconds"] for r in rows)))
     return s
@@ -329,6 +333,9 @@ def render(rows: list[dict]) -> str:
          "{:.4f}", lambda x: x < TARGETS["prior_rigidity"])
     line("prior samples as kinemesh sample writes them: within-part rigidity error", "joint_prior_rigidity",
          "< 0.01", "{:.4f}", lambda x: x < TARGETS["joint_prior_rigidity"])
+    if s.get("joints_network", 0) + s.get("joints_own", 0):
+        out.append(f"| joints the drags move by the network's reduced coordinates / by coordinates of their own | "
+                   f"{s['joints_network']} / {s['joints_own']} | - | - |")
     out.append(f"\n{s['objects']} objects, {s['movable_parts']} movable parts, {s['seconds']:.0f} s")
     return "\n".join(out)
 
