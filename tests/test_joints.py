@@ -425,3 +425,52 @@ def test_handles_of_a_joint_decoder_carry_their_vertex_exactly():
                        vertex_groups=pid[rim:rim + 1])
     idw = (torch.as_tensor(w)[0, :, None] * (x[i[0]] - jd.rest_points.double()[i[0]])).sum(0) + torch.as_tensor(v[rim])
     assert float(torch.linalg.norm(idw - posed)) > 1e-3
+
+
+def test_a_drag_on_a_flap_hinged_on_a_flap_turns_that_flap_alone(monkeypatch):
+    """Two flaps in a chain on parallel hinges (a box's flap with a flap of its own): the outer flap's far edge
+    dragged to where a 60 deg turn about its own hinge puts it is reached by that turn alone, the inner flap
+    staying where it is, although a turn of both reaches it too (the other branch of the two-hinge chain):
+    the drag solve's least-motion term (``scene.LEAST_MOTION``) keeps the parts the drag is not on at rest. The inner
+    flap dragged carries the outer one along: the parts below a dragged part are not held back by that term."""
+    from kinemesh.dynamics.scene import SimulationSpec, simulate_mesh
+    from kinemesh.reduce import ReductionConfig, bind
+    from tests.toys import box, merge_meshes, subdivide
+
+    meshes = [subdivide(*box(lo, hi), 1) for lo, hi in (((-0.5, -0.2, -0.3), (0.5, 0.2, 0.0)),
+                                                       ((0.5, -0.2, -0.02), (0.9, 0.2, 0.0)),
+                                                       ((0.9, -0.2, -0.02), (1.3, 0.2, 0.0)))]
+    v, f = merge_meshes(*meshes)
+    pid = np.concatenate([np.full(len(m[0]), i) for i, m in enumerate(meshes)])
+    names = ["body", "inner", "outer"]
+    parts = [Part(n, v[pid == i], np.zeros((0, 3), np.int64)) for i, n in enumerate(names)]
+    art = ArticulatedObject(parts, [
+        Joint("inner_hinge", "revolute", "body", "inner", np.array([0.0, -1.0, 0.0]), np.array([0.5, 0.0, 0.0]),
+              (0.0, 2.5)),
+        Joint("outer_hinge", "revolute", "inner", "outer", np.array([0.0, -1.0, 0.0]), np.array([0.9, 0.0, 0.0]),
+              (0.0, 2.5))], name="flaps")
+    far = int(np.flatnonzero(pid == 2)[np.argmax(v[pid == 2, 0] - 1e-3 * v[pid == 2, 2])])
+    T = art.part_transforms({"outer_hinge": np.pi / 3})["outer"]
+    target = T[:3, :3] @ v[far] + T[:3, 3]
+    b = bind(v, f, moving_model(), kind="articulated", part_ids=pid, n_points=128,
+             reduction=ReductionConfig(k_q=3, basis="prior"), dtype=torch.float64)
+    spec = SimulationSpec(kind="articulated", frames=4, drag_vertex=far, drag_to=tuple(target), hold=True, lead_in=2)
+    last = simulate_mesh(b.decoder, v, f, spec, part_ids=pid, progress=False, articulation=art,
+                         part_names=names).sequence.frames[-1].astype(np.float64)
+    assert np.linalg.norm(last[far] - target) < 0.01
+    assert np.abs(last[pid == 1] - v[pid == 1]).max() < 0.01  # the inner flap stays shut
+    outer = last[pid == 2] - np.array([0.9, 0.0, 0.0])
+    rest = v[pid == 2] - np.array([0.9, 0.0, 0.0])
+    turned = np.arctan2(outer[:, 2], outer[:, 0]) - np.arctan2(rest[:, 2], rest[:, 0])
+    assert np.median(turned[np.abs(rest[:, 0]) > 0.2]) == pytest.approx(np.pi / 3, abs=0.03)
+    # the inner flap dragged: the outer one is carried along (it moves with its parent, so the least-motion term
+    # does not hold it back) and stays flat on it
+    edge = int(np.flatnonzero(pid == 1)[np.argmax(v[pid == 1, 0] - 1e-3 * v[pid == 1, 2])])
+    T = art.part_transforms({"inner_hinge": np.pi / 3})["inner"]
+    target = T[:3, :3] @ v[edge] + T[:3, 3]
+    spec = SimulationSpec(kind="articulated", frames=4, drag_vertex=edge, drag_to=tuple(target), hold=True, lead_in=2)
+    last = simulate_mesh(b.decoder, v, f, spec, part_ids=pid, progress=False, articulation=art,
+                         part_names=names).sequence.frames[-1].astype(np.float64)
+    assert np.linalg.norm(last[edge] - target) < 0.01
+    carried = (T[:3, :3] @ v[pid == 2].T).T + T[:3, 3]  # the outer flap turned with the inner one, its hinge at 0
+    assert np.abs(last[pid == 2] - carried).max() < 0.01

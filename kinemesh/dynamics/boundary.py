@@ -48,7 +48,8 @@ def solve_positions(system: System, handles: Handles, targets, q_init=None, n_st
 
     Levenberg-Marquardt on r(q) = x_h(q) - targets plus sqrt(reg) * size * (q - q_rest) and the soft barrier
     (plausible states only). ``least_motion`` > 0 adds sqrt(least_motion * m_p / M) (x_p(q) - x_p(q_rest)) for
-    every point p of the parts the handles are not on (the decoder's ``point_groups``; nothing without parts):
+    every point p of the parts the handles are not on (the decoder's ``point_groups``; nothing without parts) nor
+    carried by them (``carried_groups`` of a decoder that moves parts along joints: a dragged door's handle):
     of the states that reach the target, the one moving the rest of the object least (a dragged door opens,
     its neighbour stays). Starts: ``q_init`` (default q_rest) and ``n_starts - 1`` prior samples. ``polish``
     (drags): then up to ``PROX_STAGES`` solves with the Tikhonov term centred on the previous answer instead
@@ -81,7 +82,11 @@ def solve_positions(system: System, handles: Handles, targets, q_init=None, n_st
     groups = getattr(system.decoder, "point_groups", None)
     if least_motion > 0 and groups is not None:
         groups = torch.as_tensor(np.asarray(groups).reshape(-1))
-        other = ~torch.isin(groups, groups[handles.idx.reshape(-1)])  # points of the parts not dragged
+        dragged = groups[handles.idx.reshape(-1)]
+        carried = getattr(system.decoder, "carried_groups", None)  # (parts along joints: and the parts below them)
+        if carried is not None:
+            dragged = torch.as_tensor(carried(dragged.numpy()), dtype=groups.dtype)
+        other = ~torch.isin(groups, dragged)  # points of the parts neither dragged nor carried by them
         least_motion = least_motion if bool(other.any()) else 0.0
     else:
         least_motion = 0.0

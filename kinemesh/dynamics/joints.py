@@ -150,7 +150,7 @@ class JointDecoder:
         self.rest_vertices = decoder.rest_vertices
         self.hold_base = bool(hold_base)
         self.articulation = articulation
-        names = list(part_names)
+        names = self.part_names = list(part_names)
         known = {p.name for p in articulation.parts}
         pg = np.asarray(decoder.point_groups).reshape(-1)
         vg = getattr(decoder, "vertex_groups", None)
@@ -380,6 +380,21 @@ class JointDecoder:
         with torch.no_grad():
             x, d = self._decoded(q)
             return self._world(x, clip, d)[1].reshape(*q.shape[:-1], -1)
+
+    def carried_groups(self, groups) -> list[int]:
+        """The part indices (of ``part_names``) that move with the parts ``groups``: those parts and every part below
+        them in the joint tree (a door's handle, a flap's own flap), through parts without geometry."""
+        children: dict[str, list[str]] = {}
+        for j in self.joints:
+            children.setdefault(j.parent, []).append(j.child)
+        todo = [self.part_names[int(g)] for g in set(np.asarray(groups).reshape(-1).tolist())]
+        seen = set(todo)
+        while todo:
+            for c in children.get(todo.pop(), []):
+                if c not in seen:
+                    seen.add(c)
+                    todo.append(c)
+        return sorted(i for i, n in enumerate(self.part_names) if n in seen)
 
     def handle_weights(self, vertex_ids, k: int = HANDLE_POINTS) -> tuple[np.ndarray, np.ndarray]:
         """(idx (h, k), w (h, k)): sample points and weights that carry mesh vertices ``vertex_ids`` (h,) exactly
