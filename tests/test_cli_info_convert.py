@@ -43,7 +43,9 @@ def test_convert_articulated(tmp_path, capsys, out_name, fmt):
     folder = make_partnet_folder(tmp_path / "cab")
     out = tmp_path / out_name
     assert main(["convert", str(folder), str(out), "--frames", "6", "--seed", "2"]) == 0
-    assert out.exists() and f"({fmt}:" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert out.exists() and f"({fmt}:" in printed
+    assert ("the rest frame" if fmt == "obj" else "6 frames") in printed  # a single .obj holds the rest pose
     if fmt == "npz":
         seq = KinematicSequence.load(out)
         assert seq.n_frames == 6 and len(seq.joints) == 4 and seq.kind == "articulated"

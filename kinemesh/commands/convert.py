@@ -130,5 +130,6 @@ def run(args) -> int:
         write_usd_sequence(seq, dst if dst.suffix else dst.with_suffix(".usd"))
     else:
         exporters.export_obj_sequence(seq, dst)
-    print(f"wrote {dst} ({fmt}: {seq.n_frames} frames, {seq.n_vertices} vertices, {seq.n_faces} faces)")
+    what = "the rest frame" if fmt == "obj" else f"{seq.n_frames} frames"  # a single .obj holds the rest pose
+    print(f"wrote {dst} ({fmt}: {what}, {seq.n_vertices} vertices, {seq.n_faces} faces)")
     return 0
