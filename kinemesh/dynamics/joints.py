@@ -384,16 +384,10 @@ class JointDecoder:
     def carried_groups(self, groups) -> list[int]:
         """The part indices (of ``part_names``) that move with the parts ``groups``: those parts and every part below
         them in the joint tree (a door's handle, a flap's own flap), through parts without geometry."""
-        children: dict[str, list[str]] = {}
-        for j in self.joints:
-            children.setdefault(j.parent, []).append(j.child)
-        todo = [self.part_names[int(g)] for g in set(np.asarray(groups).reshape(-1).tolist())]
-        seen = set(todo)
-        while todo:
-            for c in children.get(todo.pop(), []):
-                if c not in seen:
-                    seen.add(c)
-                    todo.append(c)
+        from kinemesh.geometry.validity import subtree
+
+        parents = {j.child: j.parent for j in self.joints}
+        seen = {n for g in set(np.asarray(groups).reshape(-1).tolist()) for n in subtree(parents, self.part_names[g])}
         return sorted(i for i, n in enumerate(self.part_names) if n in seen)
 
     def handle_weights(self, vertex_ids, k: int = HANDLE_POINTS) -> tuple[np.ndarray, np.ndarray]:
