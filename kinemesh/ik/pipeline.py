@@ -121,15 +121,13 @@ def joint_bound(instance, subspace, articulation, part_names, hold_base: bool = 
     from kinemesh.dynamics.joints import JointDecoder
     from kinemesh.reduce.active_subspace import ReducedDecoder
 
-    jd = JointDecoder(instance, articulation, part_names, hold_base=hold_base, calibrate=False)
+    jq = None if subspace is None else JointDecoder(ReducedDecoder(instance, subspace), articulation, part_names,
+                                                    hold_base=hold_base, direct=True)
+    jd = JointDecoder(instance, articulation, part_names, hold_base=hold_base, calibrate=False,
+                      direct=False if jq is None else jq.direct)
     if not jd.active:  # (a screw cap hung on a link without geometry: the network moves it freely)
         return base_fixed(instance) if hold_base else instance
-    if subspace is not None:  # the calibration of the same network seen through q, carried over to z
-        jq = JointDecoder(ReducedDecoder(instance, subspace), articulation, part_names, hold_base=hold_base,
-                          direct=True)
-        if jq.direct:
-            jd = JointDecoder(instance, articulation, part_names, hold_base=hold_base, calibrate=False,
-                              direct=jq.direct)
+    if jq is not None:  # the calibration of the same network seen through q, carried over to z
         jd.calibration, jd.offset = jq.calibration, jq.offset
     return jd
 
