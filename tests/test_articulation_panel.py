@@ -84,6 +84,29 @@ def test_tall_door_with_its_handle_low_in_a_corner_hinges_on_the_far_long_side()
     assert axis_angle_error_deg(axis, [0, 0, 1]) < 1.0 and abs(point[1] - 0.2) < 1e-6  # the far long edge
 
 
+def test_wide_door_with_its_handle_at_one_end_hinges_on_the_upright_far_side(monkeypatch):
+    """An 80 cm wide, 40 cm tall door (a microwave's) with its handle bar near its -y end: its upright short
+    side carries the hinge, so the handle names the far upright edge. Without the upright exemption the long
+    sides alone were allowed and the handle, mid-height, gave no cue (train-split microwaves 90 deg off)."""
+    import kinemesh.articulation.infer as infer
+
+    t = 0.02
+    body = _part("body", ([0, -0.4, 0], [0.5, 0.4, t]), ([0, -0.4, 0.4 - t], [0.5, 0.4, 0.4]),
+                 ([0, -0.4, 0], [0.5, -0.4 + t, 0.4]), ([0, 0.4 - t, 0], [0.5, 0.4, 0.4]),
+                 ([0.5 - t, -0.4, 0], [0.5, 0.4, 0.4]))
+    door = _part("door", ([-0.02, -0.4, 0.0], [0.0, 0.4, 0.4]), ([-0.06, -0.37, 0.1], [-0.02, -0.34, 0.3]))
+    lines = panel_hinge(door, body, [], np.array([0.0, 1.0, 0.0]), np.array([-0.01, 0.0, 0.0]), 0.8)
+    assert len(lines) == 1 and lines[0][2] == "handle"
+    axis, point, _ = lines[0]
+    assert axis_angle_error_deg(axis, [0, 0, 1]) < 1.0 and abs(point[1] - 0.4) < 1e-6
+    # the same door lying flat (a lid: no side is upright) keeps the long-side rule: no cue
+    flat = Part("lid", door.vertices[:, [2, 1, 0]], door.faces[:, ::-1])
+    lid_body = Part("body", body.vertices[:, [2, 1, 0]], body.faces[:, ::-1])
+    assert panel_hinge(flat, lid_body, [], np.array([0.0, 1.0, 0.0]), np.array([0.0, 0.0, -0.01]), 0.8) == []
+    monkeypatch.setattr(infer, "UPRIGHT", 2.0)  # no exemption: the old rule
+    assert panel_hinge(door, body, [], np.array([0.0, 1.0, 0.0]), np.array([-0.01, 0.0, 0.0]), 0.8) == []
+
+
 def _open_box():
     """An open-top box (x +-0.3, y +-0.2, z 0..0.3, 1 cm walls) and a zero-thickness flap hinged on its
     +y top edge, stored 45 degrees open (two triangles)."""
