@@ -402,6 +402,34 @@ def test_joints_the_network_does_not_move_get_coordinates_of_their_own():
         jd.points(q[:4])
 
 
+def test_prior_states_draw_the_joints_of_their_own_over_their_range():
+    """``prior_states``: joints with coordinates of their own (the network does not move them) get values drawn
+    uniformly over ``OWN_PRIOR`` of their range (limits, scaled by ``std`` <= 1), so prior samples move them; the
+    network's coordinates pass through unchanged; a decoder with no such joint returns z itself."""
+    from kinemesh.dynamics.joints import OWN_PRIOR, JointDecoder
+
+    names = ["body", "lid", "drawer"]
+    full = JointDecoder(_Reduced(reach=0.5), _toy_articulation(), names, direct=True)
+    z = torch.randn(64, 4, dtype=torch.float64)
+    assert full.prior_states(z) is z
+    dec = _Reduced(reach=0.05)
+    jd = JointDecoder(dec, dec.art, names, direct=True)
+    assert jd.direct == ["hinge", "slide"]
+    q = jd.prior_states(z, seed=3)
+    assert q.shape == (64, 6) and torch.equal(q[:, :4], z)
+    lim = OWN_PRIOR * torch.as_tensor([j.rest_limits() for j in dec.art.joints], dtype=torch.float64)
+    d = q[:, 4:]
+    assert (d >= lim[:, 0] - 1e-12).all() and (d <= lim[:, 1] + 1e-12).all()
+    assert ((d - lim[:, 0]) / (lim[:, 1] - lim[:, 0])).std(0).min() > 0.2  # spread over the range (uniform: 0.29)
+    values = jd.joint_values(q, clip=True)
+    assert torch.allclose(values, d, atol=1e-12)  # the samples move these joints by those values
+    half = jd.prior_states(z, seed=3, std=0.5)[:, 4:]
+    assert torch.allclose(half, 0.5 * d, atol=1e-12)
+    assert torch.equal(jd.prior_states(z, seed=3), q)  # reproducible
+    with pytest.raises(ValueError, match="expected 4"):
+        jd.prior_states(q)
+
+
 def test_handles_of_a_joint_decoder_carry_their_vertex_exactly():
     """A dragged vertex on the rim of a turning knob: ``make_handles`` on a JointDecoder follows the posed vertex
     exactly (affine weights over the knob's points, float64), where inverse-distance weights of its nearest

@@ -3,7 +3,9 @@
 An articulated input (a URDF / PartNet-Mobility folder, or a segmented mesh whose kind is articulated) is decoded
 as ``kinemesh simulate`` moves it: every part along its joint (the URDF's, else the ones predicted from the
 static shape; ``kinemesh.dynamics.joints.JointDecoder``, calibrated, root part held), with the joint values
-clipped to the joints' limits; ``--free-parts`` writes the network's own decoding instead."""
+clipped to the joints' limits; joints the network does not move (a wheel, a knob) get values of their own, drawn
+uniformly over half their range (``JointDecoder.prior_states``); ``--free-parts`` writes the network's own decoding
+instead."""
 
 from __future__ import annotations
 
@@ -62,9 +64,10 @@ def run(args) -> int:
     z = inst.prior_sample(args.n, seed=args.seed, std=args.std)
     with torch.no_grad():
         if art is not None:  # every part along its joint, within the joint limits
-            jd = JointDecoder(inst, art, wm.part_names)
-            decoded, values = jd.vertices_within_limits(z), jd.joint_values(z, clip=True)
-            joints = {"from": joints_from, "names": [j.name for j in jd.joints],
+            jd = JointDecoder(inst, art, wm.part_names, direct=True)
+            q = jd.prior_states(z, seed=args.seed, std=args.std)
+            decoded, values = jd.vertices_within_limits(q), jd.joint_values(q, clip=True)
+            joints = {"from": joints_from, "names": [j.name for j in jd.joints], "own": jd.direct,
                       "values": values.cpu().double().numpy().round(6).tolist()}
         else:
             decoded, joints = inst.vertices(z), {"from": joints_from}

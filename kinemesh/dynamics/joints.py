@@ -37,7 +37,8 @@ the calibrated network reaches less than ``MIN_REACH`` of its poses; joints are 
 one at a time, the least reached first, until the calibrated network reaches the rest.
 
 Prior samples (``kinemesh sample``) use the same decoder on the instance itself (its latent z; the calibration
-then encodes the poses in the full latent space) with the joint values clipped to the joints' limits
+then encodes the poses in the full latent space), with joints of their own chosen as ``simulate`` chooses them
+and drawn uniformly over half their range (``prior_states``), and the joint values clipped to the joints' limits
 (``vertices_within_limits``).
 """
 
@@ -69,6 +70,11 @@ share of the asked value (the least-squares reach over those poses) gets a coord
 network moves it only together with its neighbours (module docstring). 0.8, the drag test's share of the asked
 motion; chosen on the real validation split (0.5 and 0.8 both 91.1 -> 92.0 % of parts reaching it, 0.8 with less
 motion of the rest, 0.07 -> 0.04 % of the size; docs/results/real.md)."""
+OWN_PRIOR = 0.5
+"""Prior samples (``prior_states``) draw a joint with a coordinate of its own uniformly over this share of its range.
+Chosen on the real validation split (``kinemesh eval real``, 38 objects, predicted joints): the whole range
+detached a camera's knobs that were predicted to slide (parts attached 0.994 -> 0.990), half of it kept them
+(0.993); both move the same share of joints by >= 10 % of their range in 8 samples (0.70 -> 0.74)."""
 HANDLE_POINTS = 12
 """Sample points of its part that carry a dragged / poked vertex (``JointDecoder.handle_weights``)."""
 
@@ -373,6 +379,34 @@ class JointDecoder:
         """q (..., k) -> (..., N, 3) metres: as ``vertices`` with every joint value clipped to its joint's limits
         (the prior samples of ``kinemesh sample``; not differentiable at the limits, so not for the dynamics)."""
         return self._pose(q, self.decoder.rest_vertices, self._vertices_of, clip=True)
+
+    def spans(self) -> torch.Tensor:
+        """(J, 2) the range (lo, hi) (rad / m) a calibration probe moves each joint over
+        (``kinemesh.geometry.probes.joint_span``: its limits, else +-pi for a continuous joint, +-90 deg for a
+        revolute one, +-half its part's extent for a prismatic one); (0, 0) for fixed joints and joints whose part
+        has no sample points."""
+        from kinemesh.geometry.probes import joint_span
+
+        rp = self.decoder.rest_points.detach().double().cpu().numpy()
+        return torch.as_tensor([joint_span(j, rp[self._points_of[j.child].numpy()])
+                                if j.movable and j.child in self._points_of else (0.0, 0.0) for j in self.joints],
+                               dtype=torch.float64).reshape(len(self.joints), 2)
+
+    def prior_states(self, z: torch.Tensor, seed: int = 0, std: float = 1.0) -> torch.Tensor:
+        """States q (n, ``latent_dim``) of prior samples z (n, ``k_network``) of the wrapped decoder: the joints
+        with coordinates of their own (``direct``) have no learned prior, so their values are drawn uniformly over
+        ``OWN_PRIOR`` x ``min(std, 1)`` x the span a calibration probe moves them over (``spans``: the limits,
+        else +-pi for a continuous joint); without them, z itself. Before, prior samples left
+        these joints at rest (a cart's wheels, an oven's knobs never turned in ``kinemesh sample``)."""
+        if z.shape[-1] != self.k_network:
+            raise ValueError(f"JointDecoder.prior_states: z has {z.shape[-1]} coordinates, expected {self.k_network}")
+        if not self.direct:
+            return z
+        span = self.spans()[self._direct_index]  # (m, 2)
+        g = torch.Generator().manual_seed(int(seed))
+        u = torch.rand(z.shape[0], len(self.direct), generator=g, dtype=torch.float64)
+        d = min(float(std), 1.0) * OWN_PRIOR * (span[:, 0] + u * (span[:, 1] - span[:, 0]))
+        return torch.cat([z, d.to(z)], dim=-1)
 
     def joint_values(self, q: torch.Tensor, clip: bool = False) -> torch.Tensor:
         """q (..., k) -> (..., J) joint values (rad / m) in the order of ``joints`` (fixed joints: 0; ``clip``:

@@ -20,11 +20,13 @@ PartNet-Mobility input, with its base part held: ``SimulationSpec.fixed_base``).
 - prior samples z ~ the kind's calibrated prior, decoded two ways: by the network itself ("prior", the raw
   network), and as ``kinemesh sample`` writes them ("joint prior": every part along the joints the drags use,
   predicted by default or the URDF's with ``--joints given``, calibrated, joint values clipped to their limits,
-  ``JointDecoder.vertices_within_limits``; the raw network again with ``--free-parts``); and samples of the
+  ``JointDecoder.vertices_within_limits``, joints the network does not move drawn over half their range,
+  ``JointDecoder.prior_states``; the raw network again with ``--free-parts``); and samples of the
   reduced state space (q ~ N(0, I), the coordinates the dynamics move in; for an articulated object spanned by
   motion probes along those joints, ``kinemesh.articulation.probes``): parts attached
   (``kinemesh.eval.model.attachment``) and within-part rigidity error
-  (``kinemesh.geometry.metrics.within_part_rigidity``).
+  (``kinemesh.geometry.metrics.within_part_rigidity``); and for the joint prior the share of the joints that
+  move by at least 10% of their range in some sample (``joints_moving``).
 
 Inverse kinematics of real poses is ``kinemesh eval ik --real DIR``.
 
@@ -223,8 +225,13 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
     with torch.no_grad():  # the model's (calibrated) prior, and the reduced state space the dynamics move in
         z = b.instance.prior_sample(cfg.samples, seed=cfg.seed)
         samples = b.instance.vertices(z).double().numpy()
-        joint_samples = samples if art is None or cfg.free_parts else \
-            JointDecoder(b.instance, art, wm.part_names).vertices_within_limits(z).double().numpy()  # kinemesh sample
+        if art is None or cfg.free_parts:
+            joint_samples = samples
+        else:  # as kinemesh sample writes them
+            jd = JointDecoder(b.instance, art, wm.part_names, direct=True)
+            qj = jd.prior_states(z, seed=cfg.seed)
+            joint_samples = jd.vertices_within_limits(qj).double().numpy()
+            row["joint_prior_moving"] = joints_moving(jd, qj)
         q = torch.randn(cfg.samples, b.decoder.latent_dim, generator=torch.Generator().manual_seed(cfg.seed),
                         dtype=torch.float64).to(b.decoder.mu_cond.dtype)
         reduced = b.decoder.vertices(q).double().numpy()
@@ -273,6 +280,19 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
     return row
 
 
+def joints_moving(jd, q, share: float = 0.1) -> float:
+    """The share of the joints ``jd`` (a JointDecoder) can move (``active`` and ``direct``) that states q (n, k)
+    move by at least ``share`` of their span (``JointDecoder.spans``, the larger side) in some state, the joint
+    values clipped to their limits: how much of the object prior samples show moving (nan: no such joint)."""
+    names = set(jd.active) | set(jd.direct)
+    idx = [i for i, j in enumerate(jd.joints) if j.name in names]
+    if not idx:
+        return float("nan")
+    vals = jd.joint_values(q, clip=True).abs().amax(0)[idx]
+    reach = jd.spans()[idx].abs().amax(1)
+    return float((vals >= share * reach).double().mean())
+
+
 def summarize(rows: list[dict]) -> dict:
     """Aggregate over objects (prior metrics) and over movable parts (drag metrics), with the targets met."""
     drags = [d for r in rows for d in r["drags"]]
@@ -292,8 +312,8 @@ def summarize(rows: list[dict]) -> dict:
 
     net, own = (sum(int(r.get(k, 0)) for r in rows) for k in ("joints_network", "joints_own"))
     s.update(joints_network=net, joints_own=own)
-    s.update({k: mean(k) for k in ("prior_attached", "joint_prior_attached", "reduced_attached", "prior_rigidity",
-                                   "joint_prior_rigidity")}, seconds=float(sum(r["seconds"] for r in rows)))
+    s.update({k: mean(k) for k in ("prior_attached", "joint_prior_attached", "joint_prior_moving",
+                                   "reduced_attached", "prior_rigidity", "joint_prior_rigidity")}, seconds=float(sum(r["seconds"] for r in rows)))
     return s
 
 
@@ -327,6 +347,8 @@ def render(rows: list[dict]) -> str:
          lambda x: x >= TARGETS["prior_attached"])
     line("prior samples as kinemesh sample writes them (parts along their joints): parts attached",
          "joint_prior_attached", ">= 0.99", "{:.3f}", lambda x: x >= TARGETS["joint_prior_attached"])
+    line("prior samples as kinemesh sample writes them: joints moved by >= 10% of their range in some sample",
+         "joint_prior_moving", "-", "{:.2f}", lambda x: True)
     line("samples of the reduced coordinates (q ~ N(0, I)): parts attached", "reduced_attached", "-", "{:.3f}",
          lambda x: True)
     line("prior samples, the network's own decoding: within-part rigidity error", "prior_rigidity", "< 0.01",
