@@ -350,3 +350,25 @@ def test_contact_sheet_tiles_of_one_motion_share_its_camera(tmp_path, box_mesh):
     assert row(b) < row(a) - 5  # lifted: higher in the picture
     with pytest.raises(render.ConfigError, match="framing"):
         render.contact_sheet([(v, box_mesh.faces, None, "", frames, frames)], tmp_path / "x.png")
+
+
+def test_facing_turn_points_the_camera_at_the_side_that_moves():
+    """``facing_turn``: a cabinet whose -x front moves gets its cameras turned to face -x (the first preset then
+    sits 30 deg round from that side, as it sits from -y unturned); motion on the preset's own side, no motion
+    and central motion (a whole toy squashed) leave the preset."""
+    from kinemesh.viz.render import _VIEW_PRESETS, facing_turn
+
+    rng = np.random.default_rng(0)
+    rest = rng.uniform([-0.3, -0.4, 0.0], [0.3, 0.4, 0.8], size=(2000, 3))
+    front = rest[:, 0] < -0.25
+    opened = rest.copy()
+    opened[front, 0] -= 0.2  # the front (a door) swings out towards -x
+    frames = np.stack([rest, opened])
+    turn = facing_turn(rest, frames)
+    cam = np.radians(_VIEW_PRESETS[0][0] + turn)
+    assert abs(turn - (-90.0)) < 10.0 and np.cos(cam) < -0.8  # the camera looks from the -x side
+    side = rest.copy()
+    side[rest[:, 1] < -0.35, 1] -= 0.2  # the -y side moves: the preset already faces it
+    assert abs(facing_turn(rest, np.stack([rest, side]))) < 10.0
+    assert facing_turn(rest, np.stack([rest, rest])) == 0.0
+    assert facing_turn(rest, np.stack([rest, rest * [1.0, 1.0, 0.7]])) == 0.0  # squashed: central

@@ -30,8 +30,9 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="output file: .mp4, .gif or .png")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
     p.add_argument("--views", type=int, default=1, help="camera views side by side (1-4 presets; default 1)")
-    p.add_argument("--turn", type=number(float, -360, 360), default=0.0, metavar="DEG",
-                   help="turn every camera by DEG about +Z (e.g. 180 to look at an object's -x side)")
+    p.add_argument("--turn", type=number(float, -360, 360), default=None, metavar="DEG",
+                   help="turn every camera by DEG about +Z (e.g. 180 to look at an object's -x side; default: "
+                        "face the side of the (first) input that moves, 0 for a still mesh)")
     p.add_argument("--fps", type=number(float, 0, 1000, lo_open=True), default=None,
                    help="frames per second (default: the input's own, else 30)")
     p.add_argument("--size", default="640x480",
@@ -83,8 +84,6 @@ def run(args) -> int:
     if need > MAX_PIXEL_BYTES:
         raise ConfigError(f"--size {args.size} with --supersample {args.supersample} needs about {need / 2**30:.0f} "
                           f"GiB (bound {MAX_PIXEL_BYTES >> 30} GiB); lower --supersample or --size")
-    style = render.RenderStyle(floor=not args.no_floor, shadow=not args.no_floor, azimuth=args.turn,
-                               supersample=max(1, args.supersample))
     items = []
     for path in args.input:
         d = load_drawable(path, mesh=args.mesh, frames_per_joint=args.frames_per_joint, fps=args.fps,
@@ -103,6 +102,9 @@ def run(args) -> int:
         items.append((d, frames, [] if args.no_axes else axes, captions))
     t0 = time.perf_counter()
     d, frames, axes, captions = items[0]
+    turn = render.facing_turn(d.frames[0], d.frames) if args.turn is None else args.turn  # before a turntable
+    style = render.RenderStyle(floor=not args.no_floor, shadow=not args.no_floor, azimuth=turn,
+                               supersample=max(1, args.supersample))
     if len(items) == 1:
         render.render_frames(
             frames,

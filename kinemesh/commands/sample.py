@@ -47,7 +47,7 @@ def run(args) -> int:
     from kinemesh.geometry.kind import resolve_kind
     from kinemesh.geometry.segments import load_segmented
     from kinemesh.model import load_model
-    from kinemesh.viz.render import contact_sheet
+    from kinemesh.viz.render import RenderStyle, contact_sheet, facing_turn
 
     if args.n < 1 or args.n > 1000:
         raise ConfigError(f"--n must be in 1..1000, got {args.n}")
@@ -79,7 +79,8 @@ def run(args) -> int:
         for i, v in enumerate(verts):
             export_obj(v, faces, tmp / f"sample_{i:02d}.obj")
             tiles.append((v, faces, None, f"sample {i}"))
-        contact_sheet(tiles, tmp / "contact_sheet.png", cols=3)
+        # the cameras face the side that moves (PartNet-Mobility fronts face -x)
+        contact_sheet(tiles, tmp / "contact_sheet.png", cols=3, style=RenderStyle(azimuth=facing_turn(rest, verts)))
         (tmp / "samples.json").write_text(json.dumps({
             "mesh": str(args.mesh), "checkpoint": args.checkpoint or "default", "n": args.n, "seed": args.seed,
             "std": args.std, "latent_dim": inst.latent_dim, "trained": model.info.get("trained", True),

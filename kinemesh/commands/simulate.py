@@ -186,7 +186,8 @@ def spec_from_args(args):
 def write_outputs(result, out_glb=None, video=None, npz=None, plot_energy=None, fps=30.0, progress=True,
                   title="", style=None):
     """Write the GLB / video / npz / energy plot of a SimulationResult; returns the written paths. ``style``:
-    the video's ``kinemesh.viz.render.RenderStyle``."""
+    the video's ``kinemesh.viz.render.RenderStyle`` (default: cameras turned to face the side that moves,
+    ``kinemesh.viz.render.facing_turn``)."""
     import numpy as np
 
     written = []
@@ -198,8 +199,10 @@ def write_outputs(result, out_glb=None, video=None, npz=None, plot_energy=None, 
     if npz is not None:
         written.append(seq.save(npz))
     if video is not None:
-        from kinemesh.viz.render import render_frames
+        from kinemesh.viz.render import RenderStyle, facing_turn, render_frames
 
+        if style is None:  # the camera faces the side that moves (PartNet-Mobility fronts face -x)
+            style = RenderStyle(azimuth=facing_turn(seq.frames[0], seq.frames))
         written.append(render_frames(seq.frames, seq.faces, video, fps=fps, part_ids=seq.part_ids,
                                      progress=progress, style=style))
     if plot_energy is not None:
