@@ -370,6 +370,41 @@ def test_sample_of_a_urdf_keeps_parts_on_their_joints(tmp_path):
         assert all(lo - 1e-9 <= row[k] <= hi + 1e-9 for row in meta["joints"]["values"])
 
 
+def test_sample_in_the_reduced_coordinates_moves_the_parts_along_their_joints(tmp_path):
+    """``kinemesh sample --space reduced``: q ~ N(0, I) in the reduced coordinates simulate moves in (motion probes
+    along the URDF's joints): the parts move, stay attached, the joint values lie within the limits, and
+    samples.json records the space and the k_q coordinates of every sample."""
+    import json
+
+    import trimesh
+
+    from kinemesh.cli import main
+    from kinemesh.eval.model import attachment
+    from kinemesh.geometry.segments import load_segmented
+    from tests.data_fixtures import make_partnet_folder
+
+    folder = make_partnet_folder(tmp_path / "obj")
+    moving_model().save(tmp_path / "ckpt")
+    wm = load_segmented(folder)
+    rest = wm.to_file(np.asarray(wm.mesh.vertices))
+    pid = wm.to_file(wm.part_ids[:, None].astype(float))[:, 0].round().astype(int)
+    size = float(np.ptp(rest, axis=0).max())
+    out = tmp_path / "reduced"
+    assert main(["sample", str(folder), "--n", "4", "--out", str(out), "--checkpoint", str(tmp_path / "ckpt"),
+                 "--n-points", "128", "--space", "reduced", "--k-q", "3"]) == 0
+    s = np.stack([trimesh.load(out / f"sample_{i:02d}.obj", process=False).vertices for i in range(4)])
+    assert np.abs(s - rest).max() > 0.01 * size and attachment(rest, s, pid, size)[0] == 1.0
+    meta = json.loads((out / "samples.json").read_text())
+    assert meta["space"] == "reduced" and "z" not in meta and np.asarray(meta["q"]).shape == (4, meta["k"])
+    limits = {j.name: j.rest_limits() for j in wm.articulation.joints}
+    for k, name in enumerate(meta["joints"]["names"]):
+        lo, hi = limits[name] or (-np.inf, np.inf)
+        assert all(lo - 1e-9 <= row[k] <= hi + 1e-9 for row in meta["joints"]["values"])
+    assert main(["sample", str(folder), "--n", "2", "--out", str(tmp_path / "bad"), "--checkpoint",
+                 str(tmp_path / "ckpt"), "--space", "reduced", "--k-q", "0"]) != 0
+    assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())
+
+
 def test_joints_the_network_does_not_move_get_coordinates_of_their_own():
     """``direct=True``: a joint whose own poses decode to less than 1 / MAX_GAIN of the asked value (here the
     network reaches 5 %) gets a coordinate of its own appended to q; the part is posed exactly along its joint at

@@ -148,3 +148,7 @@ def test_synth_unlike_folders_load_with_their_joints_and_run_eval_real(tmp_path,
     (row,) = json.loads((tmp_path / "r.json").read_text())["rows"]
     assert row["object"] == "suitcase_102000" and row["category"] == "suitcase" and row["kind"] == "articulated"
     assert {d["joint"] for d in row["drags"]} == {j.name for j in build_unlike("suitcase", 102_000).movable_joints}
+    # prior samples and reduced samples along the URDF's joints: attached (the given joints), and the reduced ones
+    # move every joint (the shares are of the joints the decoders can move)
+    assert row["joint_prior_attached"] == 1.0 and row["reduced_joint_attached"] == 1.0
+    assert 0.0 <= row["joint_prior_moving"] <= 1.0 and row["reduced_joint_moving"] == 1.0

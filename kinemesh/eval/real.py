@@ -26,7 +26,8 @@ PartNet-Mobility input, with its base part held: ``SimulationSpec.fixed_base``).
   motion probes along those joints, ``kinemesh.articulation.probes``): parts attached
   (``kinemesh.eval.model.attachment``) and within-part rigidity error
   (``kinemesh.geometry.metrics.within_part_rigidity``); and for the joint prior the share of the joints that
-  move by at least 10% of their range in some sample (``joints_moving``).
+  move by at least 10% of their range in some sample (``joints_moving``); the reduced samples are also posed
+  along the joints, as ``kinemesh sample --space reduced`` writes them.
 
 Inverse kinematics of real poses is ``kinemesh eval ik --real DIR``.
 
@@ -235,12 +236,19 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
         q = torch.randn(cfg.samples, b.decoder.latent_dim, generator=torch.Generator().manual_seed(cfg.seed),
                         dtype=torch.float64).to(b.decoder.mu_cond.dtype)
         reduced = b.decoder.vertices(q).double().numpy()
+        if art is not None and not cfg.free_parts:  # as kinemesh sample --space reduced writes them
+            jr = JointDecoder(b.decoder, art, wm.part_names, direct=True)
+            qr = jr.prior_states(q, seed=cfg.seed)
+            reduced_joint = jr.vertices_within_limits(qr).double().numpy()
+            row["reduced_joint_moving"] = joints_moving(jr, qr)
     joined = joint_pairs(obj, wm.part_names)  # attachment is scored between the parts a joint connects
     row["prior_attached"] = attachment(v, samples, pid, size, joined, f)[0]
     row["prior_rigidity"] = metrics.within_part_rigidity(v, samples, pid, seed=cfg.seed)
     row["joint_prior_attached"] = attachment(v, joint_samples, pid, size, joined, f)[0]
     row["joint_prior_rigidity"] = metrics.within_part_rigidity(v, joint_samples, pid, seed=cfg.seed)
     row["reduced_attached"] = attachment(v, reduced, pid, size, joined, f)[0]
+    if "reduced_joint_moving" in row:
+        row["reduced_joint_attached"] = attachment(v, reduced_joint, pid, size, joined, f)[0]
     for j in drag_joints(obj):
         moving = subtree_mask(obj, pid, j.child, wm.part_names)
         if moving.sum() < 3 or moving.all():
@@ -313,7 +321,8 @@ def summarize(rows: list[dict]) -> dict:
     net, own = (sum(int(r.get(k, 0)) for r in rows) for k in ("joints_network", "joints_own"))
     s.update(joints_network=net, joints_own=own)
     s.update({k: mean(k) for k in ("prior_attached", "joint_prior_attached", "joint_prior_moving",
-                                   "reduced_attached", "prior_rigidity", "joint_prior_rigidity")}, seconds=float(sum(r["seconds"] for r in rows)))
+                                   "reduced_attached", "reduced_joint_attached", "reduced_joint_moving",
+                                   "prior_rigidity", "joint_prior_rigidity")}, seconds=float(sum(r["seconds"] for r in rows)))
     return s
 
 
@@ -351,6 +360,10 @@ def render(rows: list[dict]) -> str:
          "joint_prior_moving", "-", "{:.2f}", lambda x: True)
     line("samples of the reduced coordinates (q ~ N(0, I)): parts attached", "reduced_attached", "-", "{:.3f}",
          lambda x: True)
+    line("samples of the reduced coordinates along the joints (kinemesh sample --space reduced): parts attached",
+         "reduced_joint_attached", "-", "{:.3f}", lambda x: True)
+    line("samples of the reduced coordinates along the joints: joints moved by >= 10% of their range in some sample",
+         "reduced_joint_moving", "-", "{:.2f}", lambda x: True)
     line("prior samples, the network's own decoding: within-part rigidity error", "prior_rigidity", "< 0.01",
          "{:.4f}", lambda x: x < TARGETS["prior_rigidity"])
     line("prior samples as kinemesh sample writes them: within-part rigidity error", "joint_prior_rigidity",
