@@ -337,7 +337,9 @@ def test_a_small_part_follows_its_joint_and_samples_clip_to_limits():
 def test_sample_of_a_urdf_keeps_parts_on_their_joints(tmp_path):
     """``kinemesh sample`` of a PartNet-Mobility folder decodes the parts along the URDF's joints: every touching
     pair of parts stays attached in every sample (the network's own decoding, --free-parts, detaches them), the
-    parts move, and the joint values written lie within the limits."""
+    parts move, and the joint values written lie within the limits; so do the samples of the reduced coordinates
+    simulate moves in (``--space reduced``: q ~ N(0, I) of the motion probes along the joints), whose samples.json
+    records the space and the k_q coordinates of every sample."""
     import json
 
     import trimesh
@@ -353,56 +355,30 @@ def test_sample_of_a_urdf_keeps_parts_on_their_joints(tmp_path):
     rest = wm.to_file(np.asarray(wm.mesh.vertices))
     pid = wm.to_file(wm.part_ids[:, None].astype(float))[:, 0].round().astype(int)
     size = float(np.ptp(rest, axis=0).max())
+    limits = {j.name: j.rest_limits() for j in wm.articulation.joints}
     attached = {}
-    for mode in ("joints", "free"):
+    options = {"joints": [], "free": ["--free-parts"], "reduced": ["--space", "reduced", "--k-q", "3"]}
+    for mode, extra in options.items():
         out = tmp_path / mode
         assert main(["sample", str(folder), "--n", "4", "--out", str(out), "--checkpoint", str(tmp_path / "ckpt"),
-                     "--n-points", "128"] + (["--free-parts"] if mode == "free" else [])) == 0
+                     "--n-points", "128"] + extra) == 0
         s = np.stack([trimesh.load(out / f"sample_{i:02d}.obj", process=False).vertices for i in range(4)])
         assert s.shape == (4, *rest.shape) and np.abs(s - rest).max() > 0.01 * size  # the parts move
         attached[mode] = attachment(rest, s, pid, size)[0]
-    assert attached["joints"] == 1.0 and attached["free"] < 1.0
-    meta = json.loads((tmp_path / "joints" / "samples.json").read_text())
-    assert meta["kind"] == "articulated" and meta["joints"]["from"] == "given"
-    limits = {j.name: j.rest_limits() for j in wm.articulation.joints}
-    for k, name in enumerate(meta["joints"]["names"]):
-        lo, hi = limits[name] or (-np.inf, np.inf)
-        assert all(lo - 1e-9 <= row[k] <= hi + 1e-9 for row in meta["joints"]["values"])
-
-
-def test_sample_in_the_reduced_coordinates_moves_the_parts_along_their_joints(tmp_path):
-    """``kinemesh sample --space reduced``: q ~ N(0, I) in the reduced coordinates simulate moves in (motion probes
-    along the URDF's joints): the parts move, stay attached, the joint values lie within the limits, and
-    samples.json records the space and the k_q coordinates of every sample."""
-    import json
-
-    import trimesh
-
-    from kinemesh.cli import main
-    from kinemesh.eval.model import attachment
-    from kinemesh.geometry.segments import load_segmented
-    from tests.data_fixtures import make_partnet_folder
-
-    folder = make_partnet_folder(tmp_path / "obj")
-    moving_model().save(tmp_path / "ckpt")
-    wm = load_segmented(folder)
-    rest = wm.to_file(np.asarray(wm.mesh.vertices))
-    pid = wm.to_file(wm.part_ids[:, None].astype(float))[:, 0].round().astype(int)
-    size = float(np.ptp(rest, axis=0).max())
-    out = tmp_path / "reduced"
-    assert main(["sample", str(folder), "--n", "4", "--out", str(out), "--checkpoint", str(tmp_path / "ckpt"),
-                 "--n-points", "128", "--space", "reduced", "--k-q", "3"]) == 0
-    s = np.stack([trimesh.load(out / f"sample_{i:02d}.obj", process=False).vertices for i in range(4)])
-    assert np.abs(s - rest).max() > 0.01 * size and attachment(rest, s, pid, size)[0] == 1.0
-    meta = json.loads((out / "samples.json").read_text())
-    assert meta["space"] == "reduced" and "z" not in meta and np.asarray(meta["q"]).shape == (4, meta["k"])
-    limits = {j.name: j.rest_limits() for j in wm.articulation.joints}
-    for k, name in enumerate(meta["joints"]["names"]):
-        lo, hi = limits[name] or (-np.inf, np.inf)
-        assert all(lo - 1e-9 <= row[k] <= hi + 1e-9 for row in meta["joints"]["values"])
+        meta = json.loads((out / "samples.json").read_text())
+        assert meta["space"] == ("reduced" if mode == "reduced" else "prior")
+        if mode == "free":
+            continue
+        assert meta["kind"] == "articulated" and meta["joints"]["from"] == "given"
+        for k, name in enumerate(meta["joints"]["names"]):
+            lo, hi = limits[name] or (-np.inf, np.inf)
+            assert all(lo - 1e-9 <= row[k] <= hi + 1e-9 for row in meta["joints"]["values"])
+    assert attached["joints"] == 1.0 and attached["reduced"] == 1.0 and attached["free"] < 1.0
+    meta = json.loads((tmp_path / "reduced" / "samples.json").read_text())
+    assert "z" not in meta and np.asarray(meta["q"]).shape == (4, meta["k"]) and meta["k"] <= 3
     assert main(["sample", str(folder), "--n", "2", "--out", str(tmp_path / "bad"), "--checkpoint",
                  str(tmp_path / "ckpt"), "--space", "reduced", "--k-q", "0"]) != 0
-    assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())
+    assert not (tmp_path / "bad").exists()
 
 
 def test_joints_the_network_does_not_move_get_coordinates_of_their_own():
