@@ -9,7 +9,7 @@ import numpy as np
 import trimesh
 
 from kinemesh.articulation.infer import (
-    PartPrediction, _hinge_panels, _with_tree, handle_centroid, panel_hinge, part_tree,
+    PartPrediction, _hinge_panels, _snap_to_slab, _with_tree, handle_centroid, panel_hinge, part_tree, slab_middle,
 )
 from kinemesh.data.articulated import Part
 from kinemesh.geometry.metrics import axis_angle_error_deg, axis_line_distance
@@ -105,6 +105,35 @@ def test_wide_door_with_its_handle_at_one_end_hinges_on_the_upright_far_side(mon
     assert panel_hinge(flat, lid_body, [], np.array([0.0, 1.0, 0.0]), np.array([0.0, 0.0, -0.01]), 0.8) == []
     monkeypatch.setattr(infer, "UPRIGHT", 2.0)  # no exemption: the old rule
     assert panel_hinge(door, body, [], np.array([0.0, 1.0, 0.0]), np.array([-0.01, 0.0, 0.0]), 0.8) == []
+
+
+def test_a_hinge_at_the_handle_tip_moves_into_the_door_slab():
+    """A 4 cm door whose 6 cm handle bar makes its box 10 cm thick, its hinge line predicted on the box's outer
+    face (the handle's tip plane, 8 cm in front of the door's middle: it would leave the carcass when it turns):
+    ``_snap_to_slab`` moves the line, same direction and in-plane position, to the middle of the door's own slab
+    (``slab_middle``: inner face to the outer face without the handle), where the sweep is valid."""
+    from kinemesh.articulation.candidates import part_box
+    from kinemesh.geometry.validity import OccupancyGrid, ValidityConfig
+
+    body = _carcass()
+    door = _part("door", ([-0.04, -0.4, 0.0], [0.0, 0.4, 0.8]), ([-0.10, -0.37, 0.3], [-0.04, -0.34, 0.5]))
+    box = part_box(door.vertices)
+    mid = box.from_box(np.array([[slab_middle(door, body, 0.8), 0.0, 0.0]]))[0]
+    assert abs(mid[0] - (-0.02)) < 0.004  # the slab's middle, not the box's (-0.05)
+    parts, parents = [body, door], {"door": "body"}
+    grid = OccupancyGrid(_with_tree(parts, "body", parents),
+                         ValidityConfig(n_points=400, steps=6, swept=True, collision_fraction=0.02))
+    pr = PartPrediction("door", "revolute", np.array([0.0, 0.0, 1.0]), np.array([-0.10, 0.4, 0.4]), (0.0, 1.5),
+                        "body", 0.9)
+    _snap_to_slab(parts, parents, {"door": pr}, grid)
+    assert pr.info.get("moved_to_slab") and axis_angle_error_deg(pr.axis, [0, 0, 1]) < 1e-6
+    assert axis_line_distance(pr.origin, pr.axis, [-0.02, 0.4, 0.4], [0, 0, 1]) < 0.004
+    assert pr.limits == (-1.5, 0.0)  # opening outwards (towards -x) about +z
+    # a lid's line along its hinge but lying in its plane's normal (a knob's turn) is left alone
+    knob = PartPrediction("door", "revolute", np.array([1.0, 0.0, 0.0]), np.array([-0.10, 0.0, 0.4]), (0.0, 1.5),
+                          "body", 0.9)
+    _snap_to_slab(parts, parents, {"door": knob}, grid)
+    assert "moved_to_slab" not in knob.info and np.allclose(knob.origin, [-0.10, 0.0, 0.4])
 
 
 def _open_box():
