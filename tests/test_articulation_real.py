@@ -149,3 +149,30 @@ def test_validation_sets_never_touch_the_test_seeds():
             assert VALIDATION_SEED_BASE <= o.meta["seed"] < TEST_SEED_BASE
     test = sections(ArticulationEvalConfig(n_objects=1, no_unlike=True))
     assert all(o.meta["seed"] >= TEST_SEED_BASE for _, objects, _ in test for _, o in objects)
+
+
+def test_category_held_out_check_takes_every_object_of_those_categories(tmp_path):
+    """--holdout-categories: a section with every object of --real-val's folder in those categories, whatever
+    its split (the check of weights trained with kinemesh.articulation.train --exclude-categories); a clear
+    error without --real-val or when no object matches."""
+    import json
+
+    import pytest
+
+    from kinemesh.errors import ConfigError
+    from kinemesh.eval.articulation import ArticulationEvalConfig, is_real_validation, sections
+    from tests.data_fixtures import make_partnet_folder
+
+    folder = tmp_path / "real"
+    for i in (1000, 1001, 1003):  # obj__1003 is of the validation split, the others of the training split
+        make_partnet_folder(folder / f"obj__{i}")
+    (folder / "obj__1001" / "meta.json").write_text(json.dumps({"model_cat": "Other", "anno_id": "1"}))
+    assert is_real_validation("obj__1003") and not is_real_validation("obj__1000")
+    cfg = ArticulationEvalConfig(n_objects=1, validation=True, real_val=str(folder), holdout_categories="TinyCabinet")
+    title, objects, breakdown = sections(cfg)[-1]
+    assert "category-held-out" in title and breakdown == "object"
+    assert sorted(n for n, _ in objects) == ["obj__1000", "obj__1003"]  # both splits, only that category
+    with pytest.raises(ConfigError, match="--real-val"):
+        sections(ArticulationEvalConfig(n_objects=1, validation=True, holdout_categories="TinyCabinet"))
+    with pytest.raises(ConfigError, match="no object"):
+        sections(ArticulationEvalConfig(n_objects=1, validation=True, real_val=str(folder), holdout_categories="Oven"))

@@ -174,3 +174,33 @@ def test_extended_assembly_objects_build():
     assert set(a.meta["params"]["part_kinds"]) <= set(("flap", "lever", "slider", "piston", "knob", "rotor", "wheel",
                                                         "row"))
     assert set(b.meta["params"]["part_kinds"]) <= set(("flap", "lever", "slider", "piston", "knob"))
+
+
+def test_excluded_categories_leave_the_real_training_objects(tmp_path, monkeypatch):
+    """TrainConfig.exclude_categories (``--exclude-categories``): the real objects of those categories are not
+    trained on (a category-held-out check), and the option is a data setting (a samples file made without it is
+    not read back)."""
+    import json
+
+    from tests.data_fixtures import make_partnet_folder
+
+    real = tmp_path / "real"
+    for i in (1000, 1001):  # both of the training split
+        make_partnet_folder(real / f"obj__{i}")
+    (real / "obj__1001" / "meta.json").write_text(json.dumps({"model_cat": "Other", "anno_id": "1"}))
+    seen = {}
+
+    def gen(jobs, seed, cfg, with_validity, desc, n_augment=0, realism=None, workers=1):
+        if "real" in desc:
+            seen[desc] = sorted(o.category for o in jobs)
+        return _fake_samples(4, np.random.default_rng(0), cfg, with_validity)
+
+    monkeypatch.setattr(art_train, "_gen", gen)
+    pc = PredictorConfig(n_part=8, n_shape=8)
+    common = dict(n_finetune=1, n_pretrain=1, real=str(real), real_cache="")
+    art_train.generate(art_train.TrainConfig(**common), pc)
+    assert set(map(tuple, seen.values())) == {("Other", "TinyCabinet")}
+    seen.clear()
+    art_train.generate(art_train.TrainConfig(**common, exclude_categories="TinyCabinet, Oven"), pc)
+    assert seen and set(map(tuple, seen.values())) == {("Other",)}
+    assert "exclude_categories" in art_train.DATA_FIELDS

@@ -57,6 +57,8 @@ class TrainConfig:
     p_yaw: float = 0.75  # realism copies: probability of a yaw (full circle, half of them quarter turns)
     real: str = ""  # folder of real PartNet-Mobility objects / URDFs; its train split is added (GEOPARD:
     # pretraining on their valid candidates needs no labels, fine-tuning uses their URDF joints)
+    exclude_categories: str = ""  # comma list of real categories (meta.json model_cat) left out of the real
+    # objects: a category-held-out check (``kinemesh eval articulation --holdout-categories``)
     real_copies: int = 2  # realism copies (always yawed) per real object, on top of the object as loaded
     real_cache: str = "runs/cache/articulation_real"  # npz cache of the loaded real objects ("" = none)
     samples: str = ""  # npz file of the generated training samples: read when it was made with the same data
@@ -72,7 +74,8 @@ class TrainConfig:
 
 
 DATA_FIELDS = ("n_finetune", "n_pretrain", "n_assemblies_ft", "n_assemblies_pre", "n_augment", "n_augment_pre",
-               "p_sheet", "shape_uniform", "seed", "p_yaw", "real", "real_copies", "n_extended_ft", "n_extended_pre")
+               "p_sheet", "shape_uniform", "seed", "p_yaw", "real", "real_copies", "n_extended_ft", "n_extended_pre",
+               "exclude_categories")
 """The :class:`TrainConfig` fields that decide the generated samples (a ``samples`` file records them)."""
 ADDED_DATA_FIELDS = {"n_extended_ft": 0, "n_extended_pre": 0}
 """Data fields added after samples files were first written -> the value files without them were made with."""
@@ -206,7 +209,8 @@ def generate(tc: TrainConfig, pc: PredictorConfig, read_only: bool = False) -> t
     pre = _gen(pre_jobs, (seed, 1), pc, True, "pretrain data (validity labels)", tc.n_augment_pre, realism, w)
     n_real = 0
     if tc.real:  # real shapes are already real: copies are turned (and sometimes reposed/stretched) only
-        real = [o for _, o in real_objects(tc.real, "train", tc.real_cache or None)]
+        excluded = {c.strip() for c in tc.exclude_categories.split(",") if c.strip()}
+        real = [o for _, o in real_objects(tc.real, "train", tc.real_cache or None) if o.category not in excluded]
         n_real = len(real)
         rcfg = RealismConfig(p_yaw=1.0, p_repose=0.3, p_stretch=0.3, p_open=0.0, p_sheet=0.0)
         ft += _gen(real, (seed, 2), pc, False, "fine-tune data (real)", tc.real_copies, rcfg, w)

@@ -43,6 +43,11 @@ class ArticulationEvalConfig:
     real_val: str | None = option(None, "folder of real PartNet-Mobility objects (e.g. data/real_train) whose "
                                         "validation split (is_real_validation: 1 object in 5 by hash of its id) is "
                                         "evaluated per object")
+    holdout_categories: str | None = option(None, "comma list of real categories (meta.json model_cat): adds every "
+                                                  "object of --real-val's folder in them (all splits), the "
+                                                  "category-held-out check of weights trained with "
+                                                  "kinemesh.articulation.train --exclude-categories (for weights "
+                                                  "that saw them it measures memory)")
     no_unlike: bool = option(False, "skip the held-out unlike categories (kinemesh.synth.unlike)")
     seed: int = option(0)
 
@@ -375,6 +380,17 @@ def sections(cfg: ArticulationEvalConfig) -> list[tuple[str, list, str | None]]:
         real_val = load_real_objects(cfg.real_val, validation_only=True)
         sections.append((f"real validation split ({len(real_val)} objects of {cfg.real_val}, CRC32 of the id, 20%)",
                          real_val, "object"))
+    if cfg.holdout_categories:
+        from kinemesh.errors import ConfigError
+
+        cats = [c.strip() for c in cfg.holdout_categories.split(",") if c.strip()]
+        if not cfg.real_val:
+            raise ConfigError("--holdout-categories needs --real-val FOLDER (the folder whose objects it takes)")
+        held = [(n, o) for n, o in load_real_objects(cfg.real_val) if o.category in cats]
+        if not held:
+            raise ConfigError(f"--holdout-categories: no object of {cats} in {cfg.real_val}")
+        sections.append((f"category-held-out check ({len(held)} objects of {', '.join(cats)} in {cfg.real_val}, "
+                         "all splits)", held, "object"))
     return sections
 
 
