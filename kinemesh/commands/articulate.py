@@ -138,7 +138,7 @@ def render_png(obj, path, open_fraction: float = 0.6):
     drawn as arrows (``kinemesh.viz.render``); returns the path."""
     import numpy as np
 
-    from kinemesh.viz.render import render_frames
+    from kinemesh.viz.render import RenderStyle, facing_turn, render_frames
 
     vals = {}
     for j in obj.movable_joints:
@@ -147,5 +147,6 @@ def render_png(obj, path, open_fraction: float = 0.6):
     rest, faces, ids = obj.merged(None)
     posed, _, _ = obj.merged(vals)
     axes = [(j.origin, j.axis) for j in obj.movable_joints]
-    return render_frames(np.stack([rest, posed]), faces, path, part_ids=ids, axes=axes or None,
-                         progress=False, titles=["rest", "articulated"])
+    frames = np.stack([rest, posed])  # the camera faces the side that moves (PartNet-Mobility fronts face -x)
+    return render_frames(frames, faces, path, part_ids=ids, axes=axes or None, progress=False,
+                         titles=["rest", "articulated"], style=RenderStyle(azimuth=facing_turn(rest, frames)))

@@ -76,8 +76,8 @@ class RenderStyle:
 def facing_turn(rest: np.ndarray, frames: np.ndarray, min_motion: float = 0.01, min_offset: float = 0.05) -> float:
     """Degrees to turn the default cameras about +Z (``RenderStyle.azimuth``) so that the first one looks, at the
     preset's three-quarter angle, at the side of the object that moves: the motion-weighted centroid of the
-    vertices (weights: each vertex's largest displacement over ``frames``) relative to the centre of the rest
-    bounding box gives that side's direction. 0 (the preset) when nothing moves by ``min_motion`` x the size or
+    vertices where they moved furthest (weights: each vertex's largest displacement over ``frames``; a drawer
+    counts where it slid out to) relative to the centre of the rest bounding box gives that side's direction. 0 (the preset) when nothing moves by ``min_motion`` x the size or
     the motion is central (offset below ``min_offset`` x the size: a squashed toy, a draped cloth).
     PartNet-Mobility objects face -x, so their doors and knobs were seen from behind by the preset camera.
 
@@ -87,10 +87,12 @@ def facing_turn(rest: np.ndarray, frames: np.ndarray, min_motion: float = 0.01, 
     size = float(np.ptp(rest, axis=0).max()) if len(rest) else 0.0
     if size <= 0 or not len(frames):
         return 0.0
-    w = np.linalg.norm(frames - rest[None], axis=2).max(axis=0)
+    d = np.linalg.norm(frames - rest[None], axis=2)  # (T, N)
+    w = d.max(axis=0)
     if not np.isfinite(w).all() or w.max() < min_motion * size:
         return 0.0
-    offset = (w @ rest[:, :2]) / w.sum() - 0.5 * (rest[:, :2].min(0) + rest[:, :2].max(0))
+    far = frames[d.argmax(axis=0), np.arange(len(rest))]  # each vertex where it moved furthest
+    offset = (w @ far[:, :2]) / w.sum() - 0.5 * (rest[:, :2].min(0) + rest[:, :2].max(0))
     if np.linalg.norm(offset) < min_offset * size:
         return 0.0
     side = float(np.degrees(np.arctan2(offset[1], offset[0])))
