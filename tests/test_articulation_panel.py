@@ -9,7 +9,8 @@ import numpy as np
 import trimesh
 
 from kinemesh.articulation.infer import (
-    PartPrediction, _hinge_panels, _snap_to_slab, _with_tree, handle_centroid, panel_hinge, part_tree, slab_middle,
+    PartPrediction, _double_doors, _hinge_panels, _snap_to_slab, _with_tree, double_doors, handle_centroid,
+    panel_hinge, part_tree, slab_middle,
 )
 from kinemesh.data.articulated import Part
 from kinemesh.geometry.metrics import axis_angle_error_deg, axis_line_distance
@@ -134,6 +135,38 @@ def test_a_hinge_at_the_handle_tip_moves_into_the_door_slab():
                           "body", 0.9)
     _snap_to_slab(parts, parents, {"door": knob}, grid)
     assert "moved_to_slab" not in knob.info and np.allclose(knob.origin, [-0.10, 0.0, 0.4])
+
+
+def test_double_doors_hinged_at_their_seam_move_to_their_far_edges():
+    """Two 40 cm doors side by side on one carcass, both read as hinged at the seam between them (they would turn
+    into each other): ``_double_doors`` mirrors each line to its door's far edge, where both sweeps are valid;
+    a door already hinged on its far edge, and two flaps one above the other (stacked oven doors both turn about
+    their bottom edge), are left alone."""
+    from kinemesh.geometry.validity import OccupancyGrid, ValidityConfig
+
+    body = _carcass()
+    left = _part("left", ([-0.02, -0.4, 0.0], [0.0, -0.002, 0.8]))
+    right = _part("right", ([-0.02, 0.002, 0.0], [0.0, 0.4, 0.8]))
+    parts, parents = [body, left, right], {"left": "body", "right": "body"}
+    grid = OccupancyGrid(_with_tree(parts, "body", parents),
+                         ValidityConfig(n_points=400, steps=6, swept=True, collision_fraction=0.02))
+    z = np.array([0.0, 0.0, 1.0])
+    preds = {"left": PartPrediction("left", "revolute", z, np.array([-0.01, -0.002, 0.4]), (0.0, 1.5), "body", 0.9),
+             "right": PartPrediction("right", "revolute", z, np.array([-0.01, 0.002, 0.4]), (0.0, 1.5), "body", 0.9)}
+    assert set(double_doors(parts, preds, 0.8)) == {"left", "right"}
+    _double_doors(parts, parents, preds, grid)
+    for name, y in (("left", -0.4), ("right", 0.4)):
+        assert preds[name].info.get("moved_to_far_edge")
+        assert axis_line_distance(preds[name].origin, preds[name].axis, [-0.01, y, 0.4], z) < 0.005
+    # already on the far edges: nothing to move
+    assert double_doors(parts, preds, 0.8) == {}
+    # flaps one above the other, hinged along their width at the seam: not a double door
+    low = _part("low", ([-0.02, -0.4, 0.0], [0.0, 0.4, 0.398]))
+    high = _part("high", ([-0.02, -0.4, 0.402], [0.0, 0.4, 0.8]))
+    y = np.array([0.0, 1.0, 0.0])
+    flaps = {"low": PartPrediction("low", "revolute", y, np.array([-0.01, 0.0, 0.398]), (0.0, 1.5), "body", 0.9),
+             "high": PartPrediction("high", "revolute", y, np.array([-0.01, 0.0, 0.402]), (0.0, 1.5), "body", 0.9)}
+    assert double_doors([body, low, high], flaps, 0.8) == {}
 
 
 def _open_box():

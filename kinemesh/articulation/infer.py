@@ -52,6 +52,7 @@ LONG_SIDE = 0.6  # panel hinge: a hinge edge is at least this x the panel's othe
 UPRIGHT = 0.8  # panel hinge: ... unless it is upright (|z| of its direction >= this: a wide microwave door)
 WHEEL = (0.05, 0.3)  # wheel: outline radius spread <= [0] x its mean (a circle), diameter <= [1] x object size
 EDGE = (10.0, 0.6, 0.5, 0.7)  # hinge edge: axis within [0] deg of a box axis; contact >= [1], line >= [2] / [3] to a side
+DOUBLE = True  # a double door's leaves hinge on their far edges (``_double_doors``)
 SLAB = True  # revolute panels' hinge lines move to the middle of their slab (``_snap_to_slab``)
 SLIDE_OUT = (0.4, 0.5, 0.8)  # slide out: one box face covered by the parent on <= [0] of its footprint, the other
 # five >= [1]; travel [2] x the part's depth along the slide
@@ -214,6 +215,8 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
             _slide_out(parts, preds, seed=seed)
             _hinge_panels(parts, parents, preds, grid, seed=seed)
             _snap_to_edges(parts, parents, preds, grid, seed=seed)
+            if DOUBLE:
+                _double_doors(parts, parents, preds, grid, seed=seed)
             if SLAB:
                 _snap_to_slab(parts, parents, preds, grid, seed=seed)
             _snap_to_contact(parts, parents, preds, grid, seed=seed)
@@ -767,6 +770,61 @@ def _snap_to_slab(parts, parents, preds, grid, seed: int = 0) -> None:
         return a, np.asarray(origin, float) + shift * box.axes[n]
 
     _move_lines(parts, parents, preds, grid, propose, "moved_to_slab", seed)
+
+
+def double_doors(parts, preds, size: float) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Predicted revolute panels that stand side by side with a sibling (same parent, coplanar, their boxes within
+    0.02 x ``size`` of each other across a seam, both hinges in plane, upright and parallel to the seam) and whose
+    hinge line lies on the seam's half of the door: {name: (axis, the line mirrored to the far half)}. Double
+    doors open away from each other: on data/real_train 19 of 20 such doors turn about their far edge."""
+    from kinemesh.articulation.candidates import part_box
+
+    by = {p.name: p for p in parts}
+    panels = {}
+    for pr in preds.values():
+        if pr.type != "revolute" or pr.name not in by:
+            continue
+        b = part_box(by[pr.name].vertices, pr.name)
+        n = int(np.argmin(b.extents))
+        a = np.asarray(pr.axis, float) / np.linalg.norm(pr.axis)
+        if b.extents[n] <= PANEL_THIN * float(np.median(b.extents)) and abs(a @ b.axes[n]) <= 0.5:
+            panels[pr.name] = (b, n, a, pr)
+    out = {}
+    names = sorted(panels)
+    for i, n1 in enumerate(names):
+        for n2 in names[i + 1:]:
+            (b1, k1, a1, p1), (b2, k2, a2, p2) = panels[n1], panels[n2]
+            nrm = b1.axes[k1]
+            if p1.parent != p2.parent or abs(nrm @ b2.axes[k2]) < 0.95 or abs(a1 @ a2) < 0.95:
+                continue
+            if abs((b2.center - b1.center) @ nrm) > 0.5 * max(b1.extents[k1], b2.extents[k2]) + 0.01 * size:
+                continue  # not in one plane
+            d = b2.center - b1.center
+            d = d - (d @ nrm) * nrm
+            u = d / max(float(np.linalg.norm(d)), 1e-12)
+            if abs(a1 @ u) > 0.3 or abs(a1[2]) < UPRIGHT:
+                continue  # side by side on upright hinges only: stacked oven doors both turn about their bottom
+            gap = float(np.linalg.norm(d)) - 0.5 * float(np.abs(b1.axes @ u) @ b1.extents) \
+                - 0.5 * float(np.abs(b2.axes @ u) @ b2.extents)
+            if gap > 0.02 * size:
+                continue
+            for b, a, pr, s in ((b1, a1, p1, 1.0), (b2, a2, p2, -1.0)):
+                off = float((np.asarray(pr.origin, float) - b.center) @ u)
+                if s * off > 0:  # on the seam's half
+                    out[pr.name] = (a, np.asarray(pr.origin, float) - 2.0 * off * u)
+    return out
+
+
+def _double_doors(parts, parents, preds, grid, seed: int = 0) -> None:
+    """Decoding refinement: a door of a double door hinged on its seam's half (:func:`double_doors`) gets the
+    mirrored line on its far half, when that sweep is valid (:func:`_move_lines`)."""
+    lines = double_doors(parts, preds, grid.size)
+
+    def propose(part, parent, axis, origin, size, seed):
+        return lines.get(part.name)
+
+    if lines:
+        _move_lines(parts, parents, preds, grid, propose, "moved_to_far_edge", seed)
 
 
 def _snap_to_edges(parts, parents, preds, grid, seed: int = 0) -> None:
