@@ -322,7 +322,8 @@ def summarize(rows: list[dict]) -> dict:
     s.update(joints_network=net, joints_own=own)
     s.update({k: mean(k) for k in ("prior_attached", "joint_prior_attached", "joint_prior_moving",
                                    "reduced_attached", "reduced_joint_attached", "reduced_joint_moving",
-                                   "prior_rigidity", "joint_prior_rigidity")}, seconds=float(sum(r["seconds"] for r in rows)))
+                                   "prior_rigidity", "joint_prior_rigidity")})
+    s["seconds"] = float(sum(r["seconds"] for r in rows))
     return s
 
 

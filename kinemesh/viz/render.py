@@ -77,9 +77,10 @@ def facing_turn(rest: np.ndarray, frames: np.ndarray, min_motion: float = 0.01, 
     """Degrees to turn the default cameras about +Z (``RenderStyle.azimuth``) so that the first one looks, at the
     preset's three-quarter angle, at the side of the object that moves: the motion-weighted centroid of the
     vertices where they moved furthest (weights: each vertex's largest displacement over ``frames``; a drawer
-    counts where it slid out to) relative to the centre of the rest bounding box gives that side's direction. 0 (the preset) when nothing moves by ``min_motion`` x the size or
-    the motion is central (offset below ``min_offset`` x the size: a squashed toy, a draped cloth).
-    PartNet-Mobility objects face -x, so their doors and knobs were seen from behind by the preset camera.
+    counts where it slid out to) relative to the centre of the rest bounding box gives that side's direction.
+    0 (the preset) when nothing moves by ``min_motion`` x the size or the motion is central (offset below
+    ``min_offset`` x the size: a squashed toy, a draped cloth). PartNet-Mobility objects face -x, so their doors
+    and knobs were seen from behind by the preset camera.
 
     rest (N, 3), frames (T, N, 3) metres."""
     rest = np.asarray(rest, np.float64).reshape(-1, 3)
