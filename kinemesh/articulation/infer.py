@@ -456,6 +456,16 @@ def hinge_edge(part: Part, parent: Part, axis: np.ndarray, origin: np.ndarray, s
     return box.relative_point(rel)
 
 
+def panel_box(part: Part):
+    """(its oriented box, the index of the box's thin axis) when ``part`` is a panel (thinnest box side <=
+    ``PANEL_THIN`` x its middle one: a door, a lid, a flap), else None."""
+    from kinemesh.articulation.candidates import part_box
+
+    box = part_box(part.vertices, part.name)
+    n = int(np.argmin(box.extents))
+    return None if box.extents[n] > PANEL_THIN * float(np.median(box.extents)) else (box, n)
+
+
 def outer_heights(coords: np.ndarray, extents: np.ndarray, n: int, outer: float, grid: int = 8) -> np.ndarray:
     """Height map of a panel's outer surface: ``coords`` (m, 3) surface samples in its box frame (metres from the
     box centre), ``extents`` (3,) its box sides, ``n`` its thin axis, ``outer`` (+1 / -1) the side of axis ``n``
@@ -469,25 +479,23 @@ def outer_heights(coords: np.ndarray, extents: np.ndarray, n: int, outer: float,
     return height
 
 
-def slab_middle(part: Part, parent: Part, size: float, seed: int = 0) -> float | None:
+def slab_middle(part: Part, parent: Part, size: float, seed: int = 0, panel=None) -> float | None:
     """Where a revolute panel's hinge lies across its thickness: the middle of the panel's own slab, from its
     inner face (towards ``parent``) to its outer face without what protrudes from it (the median of
     :func:`outer_heights`: a handle is not part of the slab), as a coordinate along its box's thin axis (metres
     from the box centre); None when the part is no panel. Real hinges sit there: on data/real_train 92 % of door
     and lid hinges lie within 0.03 x the object's size of the inner face, and the slab's middle stays within
-    the door even when a handle makes the box 24 cm thick (a dishwasher's)."""
-    from kinemesh.articulation.candidates import part_box
-
-    box = part_box(part.vertices, part.name)
-    e = box.extents
-    n = int(np.argmin(e))
-    if e[n] > PANEL_THIN * float(np.median(e)):
+    the door even when a handle makes the box 24 cm thick (a dishwasher's). ``panel``: :func:`panel_box` of
+    ``part`` when the caller has it."""
+    panel = panel_box(part) if panel is None else panel
+    if panel is None:
         return None
+    box, n = panel
     pts, ref, _, _ = _rest_contact(part, parent, size, seed)
     outer = 1.0 if (box.center - ref.mean(0)) @ box.axes[n] >= 0 else -1.0
-    height = outer_heights(box.to_box(pts), e, n, outer)
+    height = outer_heights(box.to_box(pts), box.extents, n, outer)
     face = float(np.median(height[np.isfinite(height)]))
-    return outer * 0.5 * (face - 0.5 * e[n])
+    return outer * 0.5 * (face - 0.5 * box.extents[n])
 
 
 def handle_centroid(coords: np.ndarray, extents: np.ndarray, n: int, outer: float, grid: int = 8):
@@ -533,15 +541,15 @@ def panel_hinge(part: Part, parent: Part, attached: list[Part], axis: np.ndarray
        only when ``axis`` lies in the panel's plane.
 
     Edge lines keep the predicted line's depth across the panel."""
-    from kinemesh.articulation.candidates import part_box, perpendicular_axes
+    from kinemesh.articulation.candidates import perpendicular_axes
     from kinemesh.geometry.sampling import sample_surface
 
-    box = part_box(part.vertices, part.name)
-    e = box.extents
-    n = int(np.argmin(e))
-    a = np.asarray(axis, float) / np.linalg.norm(axis)
-    if e[n] > PANEL_THIN * float(np.median(e)):
+    panel = panel_box(part)
+    if panel is None:
         return []
+    box, n = panel
+    e = box.extents
+    a = np.asarray(axis, float) / np.linalg.norm(axis)
     in_plane = abs(a @ box.axes[n]) <= 0.5
     u, v = perpendicular_axes(n)
     pts, ref, C, _ = _rest_contact(part, parent, size, seed)
@@ -753,17 +761,15 @@ def _snap_to_slab(parts, parents, preds, grid, seed: int = 0) -> None:
     makes that face its tip: chosen on the real validation split and on a category-held-out check (a network
     trained without the real storage furniture, dishwashers and microwaves, run on them), docs/results/
     articulation.md."""
-    from kinemesh.articulation.candidates import part_box
-
     def propose(part, parent, axis, origin, size, seed):
-        box = part_box(part.vertices, part.name)
-        n = int(np.argmin(box.extents))
+        panel = panel_box(part)
+        if panel is None:
+            return None
+        box, n = panel
         a = np.asarray(axis, float) / np.linalg.norm(axis)
         if abs(a @ box.axes[n]) > 0.5:
             return None
-        mid = slab_middle(part, parent, size, seed)
-        if mid is None:
-            return None
+        mid = slab_middle(part, parent, size, seed, panel=panel)
         shift = mid - float(box.to_box(np.asarray(origin, float)[None])[0, n])
         if abs(shift) < 1e-3 * size:
             return None  # already there
@@ -777,17 +783,15 @@ def double_doors(parts, preds, size: float) -> dict[str, tuple[np.ndarray, np.nd
     0.02 x ``size`` of each other across a seam, both hinges in plane, upright and parallel to the seam) and whose
     hinge line lies on the seam's half of the door: {name: (axis, the line mirrored to the far half)}. Double
     doors open away from each other: on data/real_train 19 of 20 such doors turn about their far edge."""
-    from kinemesh.articulation.candidates import part_box
-
     by = {p.name: p for p in parts}
     panels = {}
     for pr in preds.values():
-        if pr.type != "revolute" or pr.name not in by:
+        panel = panel_box(by[pr.name]) if pr.type == "revolute" and pr.name in by else None
+        if panel is None:
             continue
-        b = part_box(by[pr.name].vertices, pr.name)
-        n = int(np.argmin(b.extents))
+        b, n = panel
         a = np.asarray(pr.axis, float) / np.linalg.norm(pr.axis)
-        if b.extents[n] <= PANEL_THIN * float(np.median(b.extents)) and abs(a @ b.axes[n]) <= 0.5:
+        if abs(a @ b.axes[n]) <= 0.5:
             panels[pr.name] = (b, n, a, pr)
     out = {}
     names = sorted(panels)
