@@ -67,10 +67,10 @@ def run(args) -> int:
     v, f = np.asarray(wm.mesh.vertices, np.float64), np.asarray(wm.mesh.faces, np.int64)
     # a URDF / PartNet-Mobility input is articulated by definition (as kinemesh simulate takes it)
     kind = resolve_kind("articulated" if wm.articulation is not None else "auto", v, f, wm.part_ids)
-    inst = model.instance(v, f, n_points=args.n_points, seed=args.seed, part_ids=wm.part_ids, kind=kind)
     art, joints_from = articulation_for(v, f, wm.part_ids, wm.part_names, wm.articulation, seed=args.seed) \
         if kind == "articulated" and not args.free_parts else (None, "free parts" if args.free_parts else kind)
     if args.space == "prior":
+        inst = model.instance(v, f, n_points=args.n_points, seed=args.seed, part_ids=wm.part_ids, kind=kind)
         decoder, z = inst, inst.prior_sample(args.n, seed=args.seed, std=args.std)
     else:  # the reduced coordinates of kinemesh simulate (motion probes along the same joints)
         from kinemesh.articulation.probes import probes_for
@@ -80,7 +80,7 @@ def run(args) -> int:
                             seed=args.seed)[0]
         b = bind(v, f, model, kind=kind, part_ids=wm.part_ids, reduction=ReductionConfig(k_q=args.k_q),
                  n_points=args.n_points, seed=args.seed, device=args.device, probes=probes)
-        decoder = b.decoder
+        inst, decoder = b.instance, b.decoder  # (bind binds the instance once)
         g = torch.Generator().manual_seed(int(args.seed))
         z = args.std * torch.randn(args.n, decoder.latent_dim, generator=g, dtype=torch.float64)
         z = z.to(decoder.mu_cond.dtype).to(decoder.mu_cond.device)
