@@ -1,13 +1,14 @@
-"""Wheels and swivel casters from the shape (``kinemesh.articulation.infer.wheel_axis``, ``axle_holder``,
-``_roll_wheels``). Tiny meshes built here: a table top on a swivel caster (fork + wheel), a cart body holding
-a wheel's axle itself, and shapes that are no wheels (a square foot, a large disc, a wheel off the ground)."""
+"""Wheels, swivel casters and knobs from the shape (``kinemesh.articulation.infer.wheel_axis``, ``axle_holder``,
+``_roll_wheels``, ``knob_axis``, ``_turn_knobs``). Tiny meshes built here: a table top on a swivel caster (fork +
+wheel), a cart body holding a wheel's axle itself, shapes that are no wheels (a square foot, a large disc, a
+wheel off the ground), and an oven front with a knob, a flat round button and a square button."""
 
 from __future__ import annotations
 
 import numpy as np
 import trimesh
 
-from kinemesh.articulation.infer import PartPrediction, _roll_wheels, axle_holder, wheel_axis
+from kinemesh.articulation.infer import PartPrediction, _roll_wheels, _turn_knobs, axle_holder, knob_axis, wheel_axis
 from kinemesh.data.articulated import Part
 from kinemesh.geometry.metrics import axis_angle_error_deg, axis_line_distance
 
@@ -78,3 +79,48 @@ def test_roll_wheels_axle_on_the_root_makes_no_caster():
     _roll_wheels([body, handle, wheel], "body", preds)
     assert preds["wheel"].type == "revolute" and preds["wheel"].parent == "body"
     assert preds["handle"].type == "fixed" and not preds["handle"].info.get("caster")
+
+
+def _oven_front():
+    """A 0.6 m oven body (front face at x = -0.3) with a knob (radius 2 cm, 2 cm deep) sticking out of the front
+    at y = 0.1, z = 0.5; a flat round button (radius 1 cm, 2 mm deep) and a square button (2 cm, 1 cm deep)."""
+    body = _boxes("body", ([-0.3, -0.3, 0.0], [0.3, 0.3, 0.6]))
+    knob = _wheel("knob", centre=(-0.31, 0.1, 0.5), radius=0.02, width=0.02)
+    button = _wheel("button", centre=(-0.301, -0.1, 0.5), radius=0.01, width=0.002)
+    square = _boxes("square", ([-0.31, -0.01, 0.49], [-0.3, 0.01, 0.51]))
+    return body, knob, button, square
+
+
+def test_knob_axis_finds_small_round_parts_that_stand_out():
+    body, knob, button, square = _oven_front()
+    axis, centre = knob_axis(knob, 0.6)
+    assert axis_angle_error_deg(axis, [1, 0, 0]) < 1.0 and np.allclose(centre, [-0.31, 0.1, 0.5], atol=2e-3)
+    assert knob_axis(button, 0.6) is None  # flat: a push button
+    assert knob_axis(_wheel("tiny", centre=(-0.305, 0.0, 0.4), radius=0.005, width=0.005), 0.6) is None  # too small
+    assert knob_axis(square, 0.6) is None  # square outline
+    assert knob_axis(_wheel("lid", radius=0.2, width=0.1), 0.6) is None  # too large beside the object: a lid
+
+
+def test_turn_knobs_replaces_type_axis_and_origin_of_knobs_only():
+    body, knob, button, square = _oven_front()
+    preds = {n: _pred(n, "body") for n in ("knob", "button", "square")}  # all read as slides along y (the failure)
+    preds["knob"].type = "fixed"
+    _turn_knobs([body, knob, button, square], preds)
+    k = preds["knob"]
+    assert k.type == "revolute" and k.limits == (-np.pi, np.pi) and k.info["knob"]["from"] == "fixed"
+    assert axis_angle_error_deg(k.axis, [1, 0, 0]) < 1.0
+    assert axis_line_distance(k.origin, k.axis, [-0.31, 0.1, 0.5], [1, 0, 0]) < 2e-3
+    assert preds["button"].type == "prismatic" and preds["square"].type == "prismatic"
+    assert "knob" not in preds["button"].info
+
+
+def test_turn_knobs_leaves_a_round_pull_on_a_drawer_fixed():
+    body, knob, _, _ = _oven_front()
+    drawer = _boxes("drawer", ([-0.32, -0.25, 0.05], [0.0, 0.25, 0.25]))  # its front 2 cm before the body's
+    pull = _wheel("pull", centre=(-0.33, 0.0, 0.15), radius=0.02, width=0.02)
+    preds = {"drawer": _pred("drawer", "body"), "pull": _pred("pull", "drawer", "fixed"),
+             "knob": _pred("knob", "drawer")}  # a wrong tree parent; the body holds it
+    preds["drawer"].axis = np.array([1.0, 0.0, 0.0])
+    _turn_knobs([body, drawer, pull, knob], preds)
+    assert preds["pull"].type == "fixed" and "knob" not in preds["pull"].info
+    assert preds["knob"].type == "revolute" and preds["knob"].parent == "body"  # the same shape on the body
