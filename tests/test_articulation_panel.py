@@ -40,12 +40,36 @@ def test_handle_on_top_gives_bottom_hinge():
     door = _door([-0.06, -0.2, 0.72], [-0.02, 0.2, 0.75])  # bar along the top edge: a drop-down flap
     wrong_axis = np.array([0.0, 0.0, 1.0])  # read as a side-hinged door (the real-object failure)
     lines = panel_hinge(door, body, [], wrong_axis, np.array([0.0, 0.4, 0.4]), 0.8)
-    assert len(lines) == 1 and lines[0][2] == "handle"
-    axis, point, _ = lines[0]
-    assert axis_angle_error_deg(axis, [0, 1, 0]) < 1.0  # horizontal, along the flap's width
-    assert abs(point[2] - 0.0) < 1e-6  # on the bottom edge, away from the handle
-    # the predicted line's depth across the panel is kept (here the door's inner face, x = 0)
-    assert abs(point[0] - 0.0) < 1e-6
+    assert [w for _, _, w in lines] == ["handle", "handle, slab middle", "handle, slab's outer face"]
+    for axis, point, _ in lines:
+        assert axis_angle_error_deg(axis, [0, 1, 0]) < 1.0  # horizontal, along the flap's width
+        assert abs(point[2] - 0.0) < 1e-6  # on the bottom edge, away from the handle
+    # first at the predicted line's depth across the panel (here the door's inner face, x = 0), then in the
+    # middle of the door's own slab (x = -0.01), then on the slab's outer face, the handle left out (x = -0.02)
+    assert np.allclose([p[0] for _, p, _ in lines], [0.0, -0.01, -0.02], atol=2e-3)
+
+
+def test_a_bottom_hinge_that_sweeps_into_the_front_below_moves_into_the_door_slab():
+    """An oven: a 3 cm door above a kick panel flush with it, its handle bar on top, read as side-hinged with
+    the line on its inner face. The handle names the bottom edge, but a door turning down about its inner face
+    sweeps its lower outer edge into the kick panel; in the middle of its slab it clears it."""
+    from kinemesh.geometry.validity import OccupancyGrid, ValidityConfig
+
+    t = 0.02
+    body = _part("body", ([0, -0.4, 0], [0.5, 0.4, t]), ([0, -0.4, 0.8 - t], [0.5, 0.4, 0.8]),
+                 ([0, -0.4, 0], [0.5, -0.4 + t, 0.8]), ([0, 0.4 - t, 0], [0.5, 0.4, 0.8]),
+                 ([0.5 - t, -0.4, 0], [0.5, 0.4, 0.8]), ([-0.03, -0.4, 0.0], [0.0, 0.4, 0.15]))
+    door = _part("door", ([-0.03, -0.4, 0.15], [0.0, 0.4, 0.8]), ([-0.07, -0.3, 0.72], [-0.03, 0.3, 0.75]))
+    parts, parents = [body, door], {"door": "body"}
+    grid = OccupancyGrid(_with_tree(parts, "body", parents),
+                         ValidityConfig(n_points=400, steps=6, swept=True, collision_fraction=0.02))
+    pr = PartPrediction("door", "revolute", np.array([0.0, 0.0, 1.0]), np.array([0.0, 0.4, 0.4]), (0.0, 1.5),
+                        "body", 0.9)
+    _hinge_panels(parts, parents, {"door": pr}, grid)
+    tried = pr.info["panel_hinge"]
+    assert tried[0]["reason"] == "handle" and not any(tried[0]["valid"])  # the inner face collides
+    assert pr.info["moved_to_panel_edge"] == "handle, slab middle"
+    assert axis_line_distance(pr.origin, pr.axis, [-0.015, 0.0, 0.15], [0, 1, 0]) < 2e-3
 
 
 def test_handle_on_side_and_as_attached_part():
@@ -60,7 +84,7 @@ def test_handle_on_side_and_as_attached_part():
     h = handle_centroid(np.concatenate([plain, knob]), np.array([0.02, 0.8, 0.8]), 0, -1.0)
     assert h is not None and h[0] < -0.8 and abs(h[1]) < 0.2  # near the -y edge, mid-height
     lines = panel_hinge(door, body, [handle], np.array([0.0, 1.0, 0.0]), np.array([-0.01, 0.0, 0.0]), 0.8)
-    assert len(lines) == 1 and lines[0][2] == "handle"
+    assert lines[0][2] == "handle" and all(w.startswith("handle,") for _, _, w in lines[1:])  # other depths
     axis, point, _ = lines[0]
     assert axis_angle_error_deg(axis, [0, 0, 1]) < 1.0 and abs(point[1] - 0.4) < 1e-6  # the far side edge
     # without the handle the plain door gives no cue (its contact with the body is the whole rim)
@@ -80,7 +104,7 @@ def test_tall_door_with_its_handle_low_in_a_corner_hinges_on_the_far_long_side()
     body = _carcass()
     door = _door([-0.05, -0.17, 0.1], [-0.02, -0.13, 0.14], y=(-0.2, 0.2))
     lines = panel_hinge(door, body, [], np.array([0.0, 0.0, 1.0]), np.array([-0.01, -0.2, 0.4]), 0.8)
-    assert len(lines) == 1 and lines[0][2] == "handle"
+    assert lines[0][2] == "handle" and all(w.startswith("handle,") for _, _, w in lines[1:])  # other depths
     axis, point, _ = lines[0]
     assert axis_angle_error_deg(axis, [0, 0, 1]) < 1.0 and abs(point[1] - 0.2) < 1e-6  # the far long edge
 
@@ -97,7 +121,7 @@ def test_wide_door_with_its_handle_at_one_end_hinges_on_the_upright_far_side(mon
                  ([0.5 - t, -0.4, 0], [0.5, 0.4, 0.4]))
     door = _part("door", ([-0.02, -0.4, 0.0], [0.0, 0.4, 0.4]), ([-0.06, -0.37, 0.1], [-0.02, -0.34, 0.3]))
     lines = panel_hinge(door, body, [], np.array([0.0, 1.0, 0.0]), np.array([-0.01, 0.0, 0.0]), 0.8)
-    assert len(lines) == 1 and lines[0][2] == "handle"
+    assert lines[0][2] == "handle" and all(w.startswith("handle,") for _, _, w in lines[1:])  # other depths
     axis, point, _ = lines[0]
     assert axis_angle_error_deg(axis, [0, 0, 1]) < 1.0 and abs(point[1] - 0.4) < 1e-6
     # the same door lying flat (a lid: no side is upright) keeps the long-side rule: no cue

@@ -548,9 +548,9 @@ def panel_hinge(part: Part, parent: Part, attached: list[Part], axis: np.ndarray
        only when ``axis`` lies in the panel's plane.
 
     Edge lines keep the predicted line's depth across the panel; a handle's edge is then offered again at the
-    middle of the panel's slab (:func:`slab_middle`): a bottom-hinged oven door hinged at its inner face or
-    its handle's tip sweeps into the front below it (on the second category-held-out fold, six oven doors
-    the handle named the right edge for kept a side hinge because that line collided)."""
+    middle of the panel's slab (:func:`slab_middle`) and on the slab's outer face (the handle left out): an
+    oven door flush with the front below it sweeps into that front when it turns down about its inner face
+    or its handle's tip, not about its outer edge."""
     from kinemesh.articulation.candidates import perpendicular_axes
     from kinemesh.geometry.sampling import sample_surface
 
@@ -600,8 +600,10 @@ def panel_hinge(part: Part, parent: Part, attached: list[Part], axis: np.ndarray
             if abs(hc[o]) >= HANDLE[1]:
                 lines = [edge(k, o, -np.sign(hc[o]), "handle")]
                 mid = slab_middle(part, parent, size, seed, panel=panel) / (0.5 * e[n])
-                if abs(mid - depth) > 0.05:
-                    lines.append(edge(k, o, -np.sign(hc[o]), "handle, slab middle", at=mid))
+                for at, why in ((mid, "handle, slab middle"), (2 * mid + outer, "handle, slab's outer face")):
+                    if all(abs(at - d) > 0.05 for d in [depth] + [box.to_box(p[None])[0, n] / (0.5 * e[n])
+                                                                  for _, p, _ in lines]):
+                        lines.append(edge(k, o, -np.sign(hc[o]), why, at=at))
                 return lines
     return []
 
