@@ -282,3 +282,38 @@ def test_floating_knobs_hang_from_the_body_a_floating_handle_from_its_door():
     handle = _part("handle", ([-0.08, -0.2, 0.5], [-0.04, 0.2, 0.52]))
     root, parents, _ = part_tree([body, door, handle])
     assert parents == {"door": "body", "handle": "door"}
+
+
+def test_validity_picks_a_hinge_on_a_side_the_panel_allows(monkeypatch):
+    """A tall narrow door (0.4 x 1.0 m) read as a flap hinged along its bottom (short) edge; the network's second
+    alternative hinges it on a long side. Both sweeps are free; the long side is taken (on data/real_train no
+    panel turns about a short side that is not upright). ``hinge_sides`` / ``admissible_hinge`` decide."""
+    from kinemesh.articulation import infer
+    from kinemesh.articulation.infer import _choose_valid, admissible_hinge, hinge_sides, panel_box
+
+    t = 0.02
+    body = _part("body", ([0, -0.2, 0], [0.5, 0.2, t]), ([0, -0.2, 1.0 - t], [0.5, 0.2, 1.0]),
+                 ([0, -0.2, 0], [0.5, -0.2 + t, 1.0]), ([0, 0.2 - t, 0], [0.5, 0.2, 1.0]),
+                 ([0.5 - t, -0.2, 0], [0.5, 0.2, 1.0]))
+    door = _part("door", ([-0.02, -0.2, 0.0], [0.0, 0.2, 1.0]))
+    panel = panel_box(door)
+    box, n = panel
+    assert [abs(box.axes[k][2]) > 0.9 for k, _ in hinge_sides(box, n)] == [True]  # only the upright long side
+    assert admissible_hinge(panel, [0, 0, 1]) and not admissible_hinge(panel, [0, 1, 0])
+    assert admissible_hinge(panel, [1, 0, 0])  # across the panel: a knob's turn, not a hinge
+    flap = (np.array([0.0, 1.0, 0.0]), np.array([-0.02, 0.0, 0.0]))  # bottom edge, outer face
+    side = (np.array([0.0, 0.0, 1.0]), np.array([-0.02, -0.2, 0.5]))  # left long edge
+    alts = [(0.6, *flap, "revolute", (0.0, 1.5)), (0.3, *side, "revolute", (0.0, 1.5))]
+
+    def decode():
+        pr = PartPrediction("door", "revolute", flap[0].copy(), flap[1].copy(), (0.0, 1.5), "body", 0.6, "door",
+                            {"alternatives": list(alts)})
+        _choose_valid([body, door], "body", {"door": "body"}, {"door": pr})
+        return pr
+
+    pr = decode()
+    assert sum(v["valid"] for v in pr.info["validity"]) >= 2  # both orientations sweep freely
+    assert axis_angle_error_deg(pr.axis, [0, 0, 1]) < 1e-6
+    assert axis_line_distance(pr.origin, pr.axis, side[1], side[0]) < 1e-6
+    monkeypatch.setattr(infer, "HINGE_SIDES", False)
+    assert axis_angle_error_deg(decode().axis, [0, 1, 0]) < 1e-6  # without the rule the flap stays

@@ -58,6 +58,7 @@ KNOB = (0.05, 0.2, 1.5, 0.02, 0.2)  # knob: outline spread <= [0], [1] <= height
 KNOBS = True  # small round parts turn about their axis of symmetry (``_turn_knobs``)
 EDGE = (10.0, 0.6, 0.5, 0.7)  # hinge edge: axis within [0] deg of a box axis; contact >= [1], line >= [2] / [3] to a side
 DOUBLE = True  # a double door's leaves hinge on their far edges (``_double_doors``)
+HINGE_SIDES = True  # validity picks a panel's hinge on a side its shape allows first (``hinge_sides``)
 SLAB = True  # revolute panels' hinge lines move to the middle of their slab (``_snap_to_slab``)
 SLIDE_OUT = (0.4, 0.5, 0.8)  # slide out: one box face covered by the parent on <= [0] of its footprint, the other
 # five >= [1]; travel [2] x the part's depth along the slide
@@ -256,6 +257,7 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
         return None
     grid = OccupancyGrid(_with_tree(parts, root, parents),
                          ValidityConfig(n_points=400, steps=6, swept=True, collision_fraction=0.02))
+    by = {p.name: p for p in parts}
     for pr in movable:
         alts = [a for a in pr.info["alternatives"] if a[0] >= min_prob and a[3] == pr.type]
         top = (max([a[0] for a in alts], default=1.0), pr.axis, pr.origin, pr.type, pr.limits)
@@ -279,6 +281,9 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
         pr.info["validity"] = [dict(w[3].info, valid=w[3].valid, score=w[0], type=w[1][3], opposite=w[2])
                                for w in sweeps]
         pick = next((w for w in sweeps if w[3].valid), None)
+        if pick is not None and pr.type == "revolute" and HINGE_SIDES:
+            panel = panel_box(by[pr.name])  # a valid hinge on a side the panel's shape allows comes first
+            pick = next((w for w in sweeps if w[3].valid and admissible_hinge(panel, w[1][1])), pick)
         if pick is None or (pick[1] is top and not pick[2]):
             continue
         _, axis, origin, type_, limits = pick[1]
@@ -473,6 +478,32 @@ def panel_box(part: Part):
     return None if box.extents[n] > PANEL_THIN * float(np.median(box.extents)) else (box, n)
 
 
+def hinge_sides(box, n: int) -> list[tuple[int, int]]:
+    """The hinge orientations a panel allows (``box`` its oriented box, ``n`` its thin axis): (k, o) pairs of
+    box axes, the hinge along k on an edge across o, where k is a long side (``LONG_SIDE`` x the other in-plane
+    side or more) or upright (``UPRIGHT``: a wide microwave door). On data/real_train every one of the 112
+    revolute panels hinged in their plane (doors, lids, flaps) is hinged so."""
+    from kinemesh.articulation.candidates import perpendicular_axes
+
+    u, v = perpendicular_axes(n)
+    e = box.extents
+    return [(k, o) for k, o in ((v, u), (u, v)) if e[k] >= LONG_SIDE * e[o] or abs(box.axes[k][2]) >= UPRIGHT]
+
+
+def admissible_hinge(panel, axis: np.ndarray) -> bool:
+    """Whether a revolute ``axis`` (3,) suits a part whose :func:`panel_box` is ``panel``: True for no panel
+    or an axis across the panel (a knob or blade turning in its plane), else whether the in-plane box axis
+    nearest to it is one of :func:`hinge_sides`."""
+    if panel is None:
+        return True
+    box, n = panel
+    a = np.asarray(axis, float) / np.linalg.norm(axis)
+    if abs(a @ box.axes[n]) > 0.5:
+        return True
+    k = max((i for i in range(3) if i != n), key=lambda i: abs(a @ box.axes[i]))
+    return any(k == kk for kk, _ in hinge_sides(box, n))
+
+
 def outer_heights(coords: np.ndarray, extents: np.ndarray, n: int, outer: float, grid: int = 8) -> np.ndarray:
     """Height map of a panel's outer surface: ``coords`` (m, 3) surface samples in its box frame (metres from the
     box centre), ``extents`` (3,) its box sides, ``n`` its thin axis, ``outer`` (+1 / -1) the side of axis ``n``
@@ -592,8 +623,7 @@ def panel_hinge(part: Part, parent: Part, attached: list[Part], axis: np.ndarray
         # hinge orientations a panel of this shape allows: along k, on an edge across o, with k the long side
         # (or nearly); a handle far enough out along o (and, when both orientations are allowed, clearly further
         # out than along k) names the opposite edge across o
-        allowed = [(k, o) for k, o in ((v, u), (u, v))
-                   if e[k] >= LONG_SIDE * e[o] or abs(box.axes[k][2]) >= UPRIGHT]
+        allowed = hinge_sides(box, n)
         if len(allowed) == 2:
             allowed = [(k, o) for k, o in allowed if abs(hc[o]) - abs(hc[k]) >= HANDLE[2]]
         for k, o in allowed:
