@@ -1,14 +1,17 @@
 """Wheels, swivel casters and knobs from the shape (``kinemesh.articulation.infer.wheel_axis``, ``axle_holder``,
 ``_roll_wheels``, ``knob_axis``, ``_turn_knobs``). Tiny meshes built here: a table top on a swivel caster (fork +
 wheel), a cart body holding a wheel's axle itself, shapes that are no wheels (a square foot, a large disc, a
-wheel off the ground), and an oven front with a knob, a flat round button and a square button."""
+wheel off the ground), an oven front with a knob, a flat round button and a square button, and a camera body with
+a button on top."""
 
 from __future__ import annotations
 
 import numpy as np
 import trimesh
 
-from kinemesh.articulation.infer import PartPrediction, _roll_wheels, _turn_knobs, axle_holder, knob_axis, wheel_axis
+from kinemesh.articulation.infer import (
+    PartPrediction, _press_buttons, _roll_wheels, _turn_knobs, axle_holder, button_axis, knob_axis, wheel_axis,
+)
 from kinemesh.data.articulated import Part
 from kinemesh.geometry.metrics import axis_angle_error_deg, axis_line_distance
 
@@ -124,3 +127,20 @@ def test_turn_knobs_leaves_a_round_pull_on_a_drawer_fixed():
     _turn_knobs([body, drawer, pull, knob], preds)
     assert preds["pull"].type == "fixed" and "knob" not in preds["pull"].info
     assert preds["knob"].type == "revolute" and preds["knob"].parent == "body"  # the same shape on the body
+
+
+def test_press_buttons_slides_small_parts_into_their_parent_along_their_thinnest_side():
+    """A 12 cm camera body with a 1.5 x 1.5 x 0.5 cm button on top, read as sliding along the top (+x, the failure on
+    a category the network never saw), and a drawer-sized slab on its side read sliding along x as well."""
+    body = _boxes("body", ([-0.06, -0.04, 0.0], [0.06, 0.04, 0.08]))
+    button = _boxes("button", ([-0.0075, -0.0075, 0.08], [0.0075, 0.0075, 0.085]))
+    slab = _boxes("slab", ([-0.06, 0.04, 0.0], [0.06, 0.05, 0.08]))
+    a = button_axis(button, body, 0.12)
+    assert axis_angle_error_deg(a, [0, 0, -1]) < 1e-6  # pressed down into the body
+    assert button_axis(slab, body, 0.12) is None  # as large as the object: no button
+    preds = {n: PartPrediction(n, "prismatic", np.array([1.0, 0.0, 0.0]), np.zeros(3), (0.0, 0.004), "body", 0.9)
+             for n in ("button", "slab")}
+    _press_buttons([body, button, slab], preds)
+    b = preds["button"]
+    assert axis_angle_error_deg(b.axis, [0, 0, -1]) < 1e-6 and b.limits == (0.0, 0.004) and "button" in b.info
+    assert np.allclose(preds["slab"].axis, [1, 0, 0]) and "button" not in preds["slab"].info

@@ -24,7 +24,8 @@ and returns one :class:`PartPrediction` per part except the root. Steps:
 6. also with ``check_validity``, a part its parent walls off on five faces and leaves open on one (a drawer
    in its carcass, a dishwasher rack in its tub, a blade in its handle) slides out of the open side
    (``_slide_out`` / ``slide_out``), whatever axis (or, for a part that is no panel, type) was predicted;
-7. also with ``check_validity``, knobs (``_turn_knobs`` / ``knob_axis``: small parts with a circular outline about a box axis, standing out
+7. also with ``check_validity``, small parts predicted to slide slide into their parent along their thinnest
+   side (``_press_buttons`` / ``button_axis``: buttons are pressed, not slid along the surface); knobs (``_turn_knobs`` / ``knob_axis``: small parts with a circular outline about a box axis, standing out
    along it by a quarter of their diameter or more: oven knobs, dials, caps) turn without limits about that
    axis through the circle's centre, whatever their predicted type, axis and origin;
 8. also with ``check_validity``, wheels (``_roll_wheels`` / ``wheel_axis``: small parts at the object's bottom with a circular outline about
@@ -55,6 +56,7 @@ LONG_SIDE = 0.6  # panel hinge: a hinge edge is at least this x the panel's othe
 UPRIGHT = 0.8  # panel hinge: ... unless it is upright (|z| of its direction >= this: a wide microwave door)
 WHEEL = (0.05, 0.3)  # wheel: outline radius spread <= [0] x its mean (a circle), diameter <= [1] x object size
 KNOB = (0.05, 0.2, 1.5, 0.02, 0.2)  # knob: outline spread <= [0], [1] <= height / diameter <= [2], [3] <= diameter / size <= [4]
+BUTTON = (0.15, 0.8)  # button: largest box side <= [0] x object size, thinnest side <= [1] x the middle one
 KNOBS = True  # small round parts turn about their axis of symmetry (``_turn_knobs``)
 EDGE = (10.0, 0.6, 0.5, 0.7)  # hinge edge: axis within [0] deg of a box axis; contact >= [1], line >= [2] / [3] to a side
 DOUBLE = True  # a double door's leaves hinge on their far edges (``_double_doors``)
@@ -226,6 +228,7 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
             if SLAB:
                 _snap_to_slab(parts, parents, preds, grid, seed=seed)
             _snap_to_contact(parts, parents, preds, grid, seed=seed)
+        _press_buttons(parts, preds, seed=seed)
         if KNOBS:
             _turn_knobs(parts, preds, seed=seed)
         _roll_wheels(parts, root, preds, seed=seed)
@@ -741,6 +744,44 @@ def knob_axis(part: Part, size: float, seed: int = 0) -> tuple[np.ndarray, np.nd
         if spread[k] <= KNOB[0] and (best is None or spread[k] < best[0]):
             best = (spread[k], k)
     return None if best is None else (box.axes[best[1]].copy(), box.center.copy())
+
+
+def button_axis(part: Part, parent: Part, size: float, seed: int = 0) -> np.ndarray | None:
+    """The direction a button is pressed in: ``part``'s thinnest box axis (3,) unit, pointing into ``parent``
+    (towards its rest contact with the parent, else the parent's centre), when the part is small (largest box
+    side <= ``BUTTON[0]`` x ``size``, the object's largest side) and that axis is clearly its thinnest (<=
+    ``BUTTON[1]`` x the middle side); else None. On data/real_train all 84 small sliding parts (camera,
+    microwave and oven buttons) slide along their thinnest box axis, into their parent."""
+    from kinemesh.articulation.candidates import part_box
+
+    box = part_box(part.vertices, part.name)
+    e = box.extents
+    n = int(np.argmin(e))
+    if e.max() > BUTTON[0] * size or e[n] > BUTTON[1] * float(np.median(e)):
+        return None
+    C = _rest_contact(part, parent, size, seed)[2]
+    target = C.mean(0) if len(C) else parent.vertices.mean(0)
+    a = box.axes[n].copy()
+    return a if (target - box.center) @ a >= 0 else -a
+
+
+def _press_buttons(parts, preds, seed: int = 0) -> None:
+    """Decoding rule: a predicted prismatic part that :func:`button_axis` finds to be a button slides into its
+    parent along its thinnest box axis (axis replaced, limits (0, the predicted travel)); the network, on
+    categories it never saw, slid buttons along the surface they sit in. No validity check: a pressed button
+    goes into its parent's mesh, which real assets rarely hollow out."""
+    by = {p.name: p for p in parts}
+    allv = np.concatenate([p.vertices for p in parts])
+    size = float(np.max(np.ptp(allv, axis=0)))
+    for pr in preds.values():
+        if pr.type != "prismatic" or pr.parent not in by or pr.info.get("slid_out"):
+            continue
+        a = button_axis(by[pr.name], by[pr.parent], size, seed)
+        if a is None or abs(float(a @ pr.axis)) >= np.cos(np.radians(10.0)) and float(a @ pr.axis) > 0:
+            continue
+        travel = max(abs(x) for x in (pr.limits or (0.0, 0.0))) or 0.01 * size
+        pr.info["button"] = {"axis": [float(x) for x in pr.axis]}
+        pr.axis, pr.limits = a, (0.0, travel)
 
 
 def knob_holder(part: Part, axis: np.ndarray, centre: np.ndarray, others: list[Part]) -> str | None:
