@@ -493,17 +493,21 @@ def hinge_sides(box, n: int) -> list[tuple[int, int]]:
     return [(k, o) for k, o in ((v, u), (u, v)) if e[k] >= LONG_SIDE * e[o] or abs(box.axes[k][2]) >= UPRIGHT]
 
 
+def in_panel_plane(panel, axis: np.ndarray) -> bool:
+    """Whether ``axis`` (3,) lies in the plane of a panel (``panel``: its :func:`panel_box`): a hinge's
+    direction, not the panel's normal (a knob or blade turning in its plane); within 60 deg of the plane."""
+    box, n = panel
+    return abs(np.asarray(axis, float) @ box.axes[n]) <= 0.5 * float(np.linalg.norm(axis))
+
+
 def admissible_hinge(panel, axis: np.ndarray) -> bool:
     """Whether a revolute ``axis`` (3,) suits a part whose :func:`panel_box` is ``panel``: True for no panel
     or an axis across the panel (a knob or blade turning in its plane), else whether the in-plane box axis
     nearest to it is one of :func:`hinge_sides`."""
-    if panel is None:
+    if panel is None or not in_panel_plane(panel, axis):
         return True
     box, n = panel
-    a = np.asarray(axis, float) / np.linalg.norm(axis)
-    if abs(a @ box.axes[n]) > 0.5:
-        return True
-    k = max((i for i in range(3) if i != n), key=lambda i: abs(a @ box.axes[i]))
+    k = max((i for i in range(3) if i != n), key=lambda i: abs(np.asarray(axis, float) @ box.axes[i]))
     return any(k == kk for kk, _ in hinge_sides(box, n))
 
 
@@ -594,7 +598,7 @@ def panel_hinge(part: Part, parent: Part, attached: list[Part], axis: np.ndarray
     box, n = panel
     e = box.extents
     a = np.asarray(axis, float) / np.linalg.norm(axis)
-    in_plane = abs(a @ box.axes[n]) <= 0.5
+    in_plane = in_panel_plane(panel, a)
     u, v = perpendicular_axes(n)
     pts, ref, C, _ = _rest_contact(part, parent, size, seed)
     if len(C) >= 8:
@@ -932,7 +936,7 @@ def _snap_to_slab(parts, parents, preds, grid, seed: int = 0) -> None:
             return None
         box, n = panel
         a = np.asarray(axis, float) / np.linalg.norm(axis)
-        if abs(a @ box.axes[n]) > 0.5:
+        if not in_panel_plane(panel, a):
             return None
         mid = slab_middle(part, parent, size, seed, panel=panel)
         shift = mid - float(box.to_box(np.asarray(origin, float)[None])[0, n])
