@@ -317,3 +317,33 @@ def test_validity_picks_a_hinge_on_a_side_the_panel_allows(monkeypatch):
     assert axis_line_distance(pr.origin, pr.axis, side[1], side[0]) < 1e-6
     monkeypatch.setattr(infer, "HINGE_SIDES", False)
     assert axis_angle_error_deg(decode().axis, [0, 1, 0]) < 1e-6  # without the rule the flap stays
+
+
+def test_validity_picks_a_lever_pivot_across_its_length(monkeypatch):
+    """An eyeglass temple: a 14 cm bar touching the frame only at its front end, read as twisting about its own
+    length (the failure on a category the network never saw); the network's second alternative pivots it about
+    the vertical through that end. Both sweeps are free; the pivot across the length is taken (on data/real_train
+    every elongated part touching its parent at one end turns across its length). ``lever_length`` decides."""
+    from kinemesh.articulation import infer
+    from kinemesh.articulation.infer import _choose_valid, lever_length
+
+    frame = _part("frame", ([-0.1, 0.0, 0.0], [0.1, 0.01, 0.04]))
+    temple = _part("temple", ([0.095, 0.01, 0.015], [0.1, 0.15, 0.025]))
+    assert axis_angle_error_deg(lever_length(temple, frame, 0.2), [0, 1, 0]) < 1e-6
+    brow = _part("brow", ([-0.1, 0.0, 0.04], [0.1, 0.01, 0.045]))  # a bar lying along the frame's whole top
+    assert lever_length(brow, frame, 0.2) is None  # touching along its length, not at one end
+    twist = (np.array([0.0, 1.0, 0.0]), np.array([0.0975, 0.01, 0.02]))
+    pivot = (np.array([0.0, 0.0, 1.0]), np.array([0.1, 0.01, 0.02]))
+    alts = [(0.6, *twist, "revolute", (0.0, 1.5)), (0.3, *pivot, "revolute", (0.0, 1.5))]
+
+    def decode():
+        pr = PartPrediction("temple", "revolute", twist[0].copy(), twist[1].copy(), (0.0, 1.5), "frame", 0.6, "",
+                            {"alternatives": list(alts)})
+        _choose_valid([frame, temple], "frame", {"temple": "frame"}, {"temple": pr})
+        return pr
+
+    pr = decode()
+    assert axis_angle_error_deg(pr.axis, [0, 0, 1]) < 1e-6
+    assert axis_line_distance(pr.origin, pr.axis, pivot[1], pivot[0]) < 1e-6
+    monkeypatch.setattr(infer, "LEVERS", False)
+    assert axis_angle_error_deg(decode().axis, [0, 1, 0]) < 1e-6  # without the rule the twist stays

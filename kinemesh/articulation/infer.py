@@ -60,6 +60,7 @@ BUTTON = (0.15, 0.8)  # button: largest box side <= [0] x object size, thinnest 
 KNOBS = True  # small round parts turn about their axis of symmetry (``_turn_knobs``)
 EDGE = (10.0, 0.6, 0.5, 0.7)  # hinge edge: axis within [0] deg of a box axis; contact >= [1], line >= [2] / [3] to a side
 DOUBLE = True  # a double door's leaves hinge on their far edges (``_double_doors``)
+LEVERS = True  # validity picks a lever's pivot across its length first (``lever_length``)
 HINGE_SIDES = True  # validity picks a panel's hinge on a side its shape allows first (``hinge_sides``)
 SLAB = True  # revolute panels' hinge lines move to the middle of their slab (``_snap_to_slab``)
 SLIDE_OUT = (0.4, 0.5, 0.8)  # slide out: one box face covered by the parent on <= [0] of its footprint, the other
@@ -284,9 +285,13 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
         pr.info["validity"] = [dict(w[3].info, valid=w[3].valid, score=w[0], type=w[1][3], opposite=w[2])
                                for w in sweeps]
         pick = next((w for w in sweeps if w[3].valid), None)
-        if pick is not None and pr.type == "revolute" and HINGE_SIDES:
-            panel = panel_box(by[pr.name])  # a valid hinge on a side the panel's shape allows comes first
-            pick = next((w for w in sweeps if w[3].valid and admissible_hinge(panel, w[1][1])), pick)
+        if pick is not None and pr.type == "revolute" and (HINGE_SIDES or LEVERS):
+            # a valid line the part's shape allows comes first: a panel's hinge on a long or upright side, a
+            # lever's pivot across its length
+            panel = panel_box(by[pr.name]) if HINGE_SIDES else None
+            length = lever_length(by[pr.name], by[pr.parent], grid.size) if LEVERS and pr.parent in by else None
+            pick = next((w for w in sweeps if w[3].valid and admissible_hinge(panel, w[1][1])
+                         and (length is None or abs(w[1][1] @ length) <= 0.9 * np.linalg.norm(w[1][1]))), pick)
         if pick is None or (pick[1] is top and not pick[2]):
             continue
         _, axis, origin, type_, limits = pick[1]
@@ -498,6 +503,26 @@ def in_panel_plane(panel, axis: np.ndarray) -> bool:
     direction, not the panel's normal (a knob or blade turning in its plane); within 60 deg of the plane."""
     box, n = panel
     return abs(np.asarray(axis, float) @ box.axes[n]) <= 0.5 * float(np.linalg.norm(axis))
+
+
+def lever_length(part: Part, parent: Part, size: float, seed: int = 0) -> np.ndarray | None:
+    """The direction of a lever's length: ``part``'s longest box axis (3,) unit when the part is elongated (its
+    longest side >= 2 x its middle one) and touches ``parent`` only near one end of it (rest contact centroid
+    in the outer 40 % of the half-length, spread over at most half the length): an eyeglass temple, a knife
+    blade, a stapler's arm, a faucet lever. Else None. On data/real_train all 20 such parts turn about an
+    axis across their length, none about it (a part twisting about its length is round: a cap, a knob)."""
+    from kinemesh.articulation.candidates import part_box
+
+    box = part_box(part.vertices, part.name)
+    L = int(np.argmax(box.extents))
+    if box.extents[L] < 2.0 * float(np.median(box.extents)):
+        return None
+    C = _rest_contact(part, parent, size, seed)[2]
+    if len(C) < 8:
+        return None
+    t = box.to_box(C)[:, L]
+    end = abs(t.mean()) >= 0.6 * 0.5 * box.extents[L] and np.ptp(t) <= 0.5 * box.extents[L]
+    return box.axes[L].copy() if end else None
 
 
 def admissible_hinge(panel, axis: np.ndarray) -> bool:
