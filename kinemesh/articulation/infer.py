@@ -9,7 +9,8 @@ and returns one :class:`PartPrediction` per part except the root. Steps:
 2. the network predicts type, axis, origin, limits and a confidence per part (batched);
 3. optional validity check (``check_validity``): among the network's axis-class / sign alternatives the
    most probable one whose sweep (in either opening direction) neither collides nor detaches is kept
-   (:mod:`kinemesh.geometry.validity`, swept per-sample test);
+   (:mod:`kinemesh.geometry.validity`, swept per-sample test), one the part's shape allows first (a panel
+   hinged on a long or upright side, ``hinge_sides``; a lever pivoting across its length, ``lever_length``);
 4. with the validity check, revolute pivots are refined by the rest contact (``_snap_to_contact``): a
    revolute part that touches its parent only in a compact region (pliers blades at their rivet, lamp links,
    knobs) turns about an axis through that region, so a predicted line that misses it is moved (same
@@ -24,12 +25,14 @@ and returns one :class:`PartPrediction` per part except the root. Steps:
 6. also with ``check_validity``, a part its parent walls off on five faces and leaves open on one (a drawer
    in its carcass, a dishwasher rack in its tub, a blade in its handle) slides out of the open side
    (``_slide_out`` / ``slide_out``), whatever axis (or, for a part that is no panel, type) was predicted;
-7. also with ``check_validity``, small parts predicted to slide slide into their parent along their thinnest
-   side (``_press_buttons`` / ``button_axis``: buttons are pressed, not slid along the surface); knobs (``_turn_knobs`` / ``knob_axis``: small parts with a circular outline about a box axis, standing out
-   along it by a quarter of their diameter or more: oven knobs, dials, caps) turn without limits about that
-   axis through the circle's centre, whatever their predicted type, axis and origin;
-8. also with ``check_validity``, wheels (``_roll_wheels`` / ``wheel_axis``: small parts at the object's bottom with a circular outline about
-   a horizontal axis) turn about that axis, whatever their predicted type.
+7. also with ``check_validity``, small parts predicted to slide slide into their parent along their
+   thinnest side (``_press_buttons`` / ``button_axis``: buttons are pressed, not slid along the surface);
+   knobs (``_turn_knobs`` / ``knob_axis``: small parts on a fixed part with a circular outline about a box
+   axis, standing out along it by a fifth of their diameter or more: oven knobs, dials, caps) turn without
+   limits about that axis through the circle's centre, whatever their predicted type, axis and origin;
+8. also with ``check_validity``, wheels (``_roll_wheels`` / ``wheel_axis``: small parts at the object's
+   bottom with a circular outline about a horizontal axis) turn about that axis, whatever their predicted
+   type.
 
 The heuristic baseline picks, among the *valid* box candidates, one by a fixed rule (no learning).
 """
@@ -55,7 +58,8 @@ HANDLE = (0.04, 0.6, 0.25)  # panel hinge: protrusion >= [0] x panel width; hand
 LONG_SIDE = 0.6  # panel hinge: a hinge edge is at least this x the panel's other in-plane side
 UPRIGHT = 0.8  # panel hinge: ... unless it is upright (|z| of its direction >= this: a wide microwave door)
 WHEEL = (0.05, 0.3)  # wheel: outline radius spread <= [0] x its mean (a circle), diameter <= [1] x object size
-KNOB = (0.05, 0.2, 1.5, 0.02, 0.2)  # knob: outline spread <= [0], [1] <= height / diameter <= [2], [3] <= diameter / size <= [4]
+KNOB = (0.05, 0.2, 1.5, 0.02, 0.2)  # knob: outline spread <= [0], height / diameter in [[1], [2]], diameter /
+# object size in [[3], [4]]
 BUTTON = (0.15, 0.8)  # button: largest box side <= [0] x object size, thinnest side <= [1] x the middle one
 KNOBS = True  # small round parts turn about their axis of symmetry (``_turn_knobs``)
 EDGE = (10.0, 0.6, 0.5, 0.7)  # hinge edge: axis within [0] deg of a box axis; contact >= [1], line >= [2] / [3] to a side
