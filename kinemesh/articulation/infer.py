@@ -293,9 +293,15 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
             # a valid line the part's shape allows comes first: a panel's hinge on a long or upright side, a
             # lever's pivot across its length
             panel = panel_box(by[pr.name]) if HINGE_SIDES else None
-            length = lever_length(by[pr.name], by[pr.parent], grid.size) if LEVERS and pr.parent in by else None
-            pick = next((w for w in sweeps if w[3].valid and admissible_hinge(panel, w[1][1])
-                         and (length is None or abs(w[1][1] @ length) <= 0.9 * np.linalg.norm(w[1][1]))), pick)
+            length = None
+            if LEVERS and pr.parent in by:
+                length = lever_length(by[pr.name], by[pr.parent], grid.size)
+
+            def fits(a):
+                across = length is None or abs(a @ length) <= 0.9 * np.linalg.norm(a)
+                return across and admissible_hinge(panel, a)
+
+            pick = next((w for w in sweeps if w[3].valid and fits(w[1][1])), pick)
         if pick is None or (pick[1] is top and not pick[2]):
             continue
         _, axis, origin, type_, limits = pick[1]
@@ -492,9 +498,9 @@ def panel_box(part: Part):
 
 def hinge_sides(box, n: int) -> list[tuple[int, int]]:
     """The hinge orientations a panel allows (``box`` its oriented box, ``n`` its thin axis): (k, o) pairs of
-    box axes, the hinge along k on an edge across o, where k is a long side (``LONG_SIDE`` x the other in-plane
-    side or more) or upright (``UPRIGHT``: a wide microwave door). On data/real_train every one of the 112
-    revolute panels hinged in their plane (doors, lids, flaps) is hinged so."""
+    box axes, the hinge along k on an edge across o, where k is a long side (``LONG_SIDE`` x the other
+    in-plane side or more) or upright (``UPRIGHT``: a wide microwave door). On data/real_train every one of
+    the 112 revolute panels hinged in their plane (doors, lids, flaps) is hinged so."""
     from kinemesh.articulation.candidates import perpendicular_axes
 
     u, v = perpendicular_axes(n)
@@ -510,11 +516,11 @@ def in_panel_plane(panel, axis: np.ndarray) -> bool:
 
 
 def lever_length(part: Part, parent: Part, size: float, seed: int = 0) -> np.ndarray | None:
-    """The direction of a lever's length: ``part``'s longest box axis (3,) unit when the part is elongated (its
-    longest side >= 2 x its middle one) and touches ``parent`` only near one end of it (rest contact centroid
-    in the outer 40 % of the half-length, spread over at most half the length): an eyeglass temple, a knife
-    blade, a stapler's arm, a faucet lever. Else None. On data/real_train all 20 such parts turn about an
-    axis across their length, none about it (a part twisting about its length is round: a cap, a knob)."""
+    """The direction of a lever's length: ``part``'s longest box axis (3,) unit when the part is elongated
+    (its longest side >= 2 x its middle one) and touches ``parent`` only near one end of it (rest contact
+    centroid in the outer 40 % of the half-length, spread over at most half the length): an eyeglass temple,
+    a knife blade, a stapler's arm, a faucet lever. Else None. On data/real_train all 20 such parts turn
+    about an axis across their length, none about it (a part twisting about its length is round: a cap)."""
     from kinemesh.articulation.candidates import part_box
 
     box = part_box(part.vertices, part.name)
@@ -650,7 +656,7 @@ def panel_hinge(part: Part, parent: Part, attached: list[Part], axis: np.ndarray
     o_pred = o_pred + ((box.center - o_pred) @ a) * a
     depth = float(np.clip(box.to_box(o_pred[None])[0, n] / (0.5 * e[n]), -1.0, 1.0))
 
-    def edge(k, o, side, why, at=depth):  # hinge along box axis k on the edge at side (+-1) of axis o, depth at
+    def edge(k, o, side, why, at=depth):  # hinge along box axis k, edge at side (+-1) of axis o, at depth
         rel = np.zeros(3)
         rel[o], rel[n] = side, at
         return box.axes[k].copy(), box.relative_point(rel), why
@@ -848,7 +854,8 @@ def _turn_knobs(parts, preds, seed: int = 0) -> None:
         k = None if pr is None else knob_axis(p, size, seed)
         if k is None:
             continue
-        holder = knob_holder(p, k[0], k[1], [q for q in parts if q.name != p.name and len(q.faces)]) or pr.parent
+        others = [q for q in parts if q.name != p.name and len(q.faces)]
+        holder = knob_holder(p, k[0], k[1], others) or pr.parent
         if holder in preds and preds[holder].type != "fixed":
             continue  # a round part on a door or drawer is its pull, fixed to it
         pr.parent = holder
