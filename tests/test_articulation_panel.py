@@ -284,12 +284,25 @@ def test_floating_knobs_hang_from_the_body_a_floating_handle_from_its_door():
     assert parents == {"door": "body", "handle": "door"}
 
 
+def _decode_two(parts, first, second):
+    """The validity decoding (``_choose_valid``) of ``parts[1]`` (parent ``parts[0]``) predicted revolute about
+    ``first`` (axis, point) with probability 0.6, ``second`` its alternative with 0.3, both opening 1.5 rad."""
+    from kinemesh.articulation.infer import _choose_valid
+
+    root, name = parts[0].name, parts[1].name
+    alts = [(0.6, *first, "revolute", (0.0, 1.5)), (0.3, *second, "revolute", (0.0, 1.5))]
+    pr = PartPrediction(name, "revolute", first[0].copy(), first[1].copy(), (0.0, 1.5), root, 0.6, "",
+                        {"alternatives": alts})
+    _choose_valid(parts, root, {name: root}, {name: pr})
+    return pr
+
+
 def test_validity_picks_a_hinge_on_a_side_the_panel_allows(monkeypatch):
     """A tall narrow door (0.4 x 1.0 m) read as a flap hinged along its bottom (short) edge; the network's second
     alternative hinges it on a long side. Both sweeps are free; the long side is taken (on data/real_train no
     panel turns about a short side that is not upright). ``hinge_sides`` / ``admissible_hinge`` decide."""
     from kinemesh.articulation import infer
-    from kinemesh.articulation.infer import _choose_valid, admissible_hinge, hinge_sides, panel_box
+    from kinemesh.articulation.infer import admissible_hinge, hinge_sides, panel_box
 
     t = 0.02
     body = _part("body", ([0, -0.2, 0], [0.5, 0.2, t]), ([0, -0.2, 1.0 - t], [0.5, 0.2, 1.0]),
@@ -303,13 +316,9 @@ def test_validity_picks_a_hinge_on_a_side_the_panel_allows(monkeypatch):
     assert admissible_hinge(panel, [1, 0, 0])  # across the panel: a knob's turn, not a hinge
     flap = (np.array([0.0, 1.0, 0.0]), np.array([-0.02, 0.0, 0.0]))  # bottom edge, outer face
     side = (np.array([0.0, 0.0, 1.0]), np.array([-0.02, -0.2, 0.5]))  # left long edge
-    alts = [(0.6, *flap, "revolute", (0.0, 1.5)), (0.3, *side, "revolute", (0.0, 1.5))]
 
     def decode():
-        pr = PartPrediction("door", "revolute", flap[0].copy(), flap[1].copy(), (0.0, 1.5), "body", 0.6, "door",
-                            {"alternatives": list(alts)})
-        _choose_valid([body, door], "body", {"door": "body"}, {"door": pr})
-        return pr
+        return _decode_two([body, door], flap, side)
 
     pr = decode()
     assert sum(v["valid"] for v in pr.info["validity"]) >= 2  # both orientations sweep freely
@@ -325,7 +334,7 @@ def test_validity_picks_a_lever_pivot_across_its_length(monkeypatch):
     the vertical through that end. Both sweeps are free; the pivot across the length is taken (on data/real_train
     every elongated part touching its parent at one end turns across its length). ``lever_length`` decides."""
     from kinemesh.articulation import infer
-    from kinemesh.articulation.infer import _choose_valid, lever_length
+    from kinemesh.articulation.infer import lever_length
 
     frame = _part("frame", ([-0.1, 0.0, 0.0], [0.1, 0.01, 0.04]))
     temple = _part("temple", ([0.095, 0.01, 0.015], [0.1, 0.15, 0.025]))
@@ -334,13 +343,9 @@ def test_validity_picks_a_lever_pivot_across_its_length(monkeypatch):
     assert lever_length(brow, frame, 0.2) is None  # touching along its length, not at one end
     twist = (np.array([0.0, 1.0, 0.0]), np.array([0.0975, 0.01, 0.02]))
     pivot = (np.array([0.0, 0.0, 1.0]), np.array([0.1, 0.01, 0.02]))
-    alts = [(0.6, *twist, "revolute", (0.0, 1.5)), (0.3, *pivot, "revolute", (0.0, 1.5))]
 
     def decode():
-        pr = PartPrediction("temple", "revolute", twist[0].copy(), twist[1].copy(), (0.0, 1.5), "frame", 0.6, "",
-                            {"alternatives": list(alts)})
-        _choose_valid([frame, temple], "frame", {"temple": "frame"}, {"temple": pr})
-        return pr
+        return _decode_two([frame, temple], twist, pivot)
 
     pr = decode()
     assert axis_angle_error_deg(pr.axis, [0, 0, 1]) < 1e-6
