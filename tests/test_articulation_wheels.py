@@ -144,3 +144,14 @@ def test_press_buttons_slides_small_parts_into_their_parent_along_their_thinnest
     b = preds["button"]
     assert axis_angle_error_deg(b.axis, [0, 0, -1]) < 1e-6 and b.limits == (0.0, 0.004) and "button" in b.info
     assert np.allclose(preds["slab"].axis, [1, 0, 0]) and "button" not in preds["slab"].info
+
+
+def test_turn_knobs_never_hangs_a_knob_from_its_own_cap():
+    """A knob 1 mm off the oven's front with a cap on its front face (the cap hangs from the knob): the cap is
+    nearer to the knob's end faces than the body, but the knob keeps the body as its parent (no cycle)."""
+    body = _boxes("body", ([-0.3, -0.3, 0.0], [0.3, 0.3, 0.6]))
+    knob = _wheel("knob", centre=(-0.311, 0.1, 0.5), radius=0.02, width=0.02)  # back face at x = -0.301
+    cap = _wheel("cap", centre=(-0.322, 0.1, 0.5), radius=0.01, width=0.002)  # on its front face, x = -0.321
+    preds = {"knob": _pred("knob", "body"), "cap": _pred("cap", "knob", "fixed")}
+    _turn_knobs([body, knob, cap], preds)
+    assert preds["knob"].type == "revolute" and preds["knob"].parent == "body" and preds["cap"].parent == "knob"

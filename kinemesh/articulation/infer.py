@@ -816,8 +816,8 @@ def _press_buttons(parts, preds, seed: int = 0) -> None:
         if pr.type != "prismatic" or pr.parent not in by or pr.info.get("slid_out"):
             continue
         a = button_axis(by[pr.name], by[pr.parent], size, seed)
-        if a is None or abs(float(a @ pr.axis)) >= np.cos(np.radians(10.0)) and float(a @ pr.axis) > 0:
-            continue
+        if a is None or float(a @ pr.axis) >= np.cos(np.radians(10.0)):
+            continue  # no button, or already pressed inwards
         travel = max(abs(x) for x in (pr.limits or (0.0, 0.0))) or 0.01 * size
         pr.info["button"] = {"axis": [float(x) for x in pr.axis]}
         pr.axis, pr.limits = a, (0.0, travel)
@@ -856,6 +856,13 @@ def _turn_knobs(parts, preds, seed: int = 0) -> None:
             continue
         others = [q for q in parts if q.name != p.name and len(q.faces)]
         holder = knob_holder(p, k[0], k[1], others) or pr.parent
+        up, seen = holder, set()
+        while up in preds and up not in seen:  # a part hanging off the knob (its cap) cannot hold it
+            seen.add(up)
+            up = preds[up].parent
+            if up == p.name:
+                holder = pr.parent
+                break
         if holder in preds and preds[holder].type != "fixed":
             continue  # a round part on a door or drawer is its pull, fixed to it
         pr.parent = holder
