@@ -155,3 +155,14 @@ def test_turn_knobs_never_hangs_a_knob_from_its_own_cap():
     preds = {"knob": _pred("knob", "body"), "cap": _pred("cap", "knob", "fixed")}
     _turn_knobs([body, knob, cap], preds)
     assert preds["knob"].type == "revolute" and preds["knob"].parent == "body" and preds["cap"].parent == "knob"
+
+
+def test_roll_wheels_never_hangs_a_wheel_from_its_own_hubcap():
+    """A wheel with a hubcap on its face (the hubcap hangs from the wheel) under a body that holds no axle: the
+    hubcap holds the axle line, but the wheel keeps its parent (no cycle)."""
+    body = _boxes("body", ([-0.3, -0.3, 0.12], [0.3, 0.3, 0.2]))
+    wheel = _wheel(centre=(0.0, 0.0, 0.05), radius=0.05, width=0.02)
+    hubcap = _wheel("hubcap", centre=(0.012, 0.0, 0.05), radius=0.015, width=0.004)
+    preds = {"wheel": _pred("wheel", "body"), "hubcap": _pred("hubcap", "wheel", "fixed")}
+    _roll_wheels([body, wheel, hubcap], "body", preds)
+    assert preds["wheel"].type == "revolute" and preds["wheel"].parent == "body" and preds["hubcap"].parent == "wheel"

@@ -838,6 +838,19 @@ def knob_holder(part: Part, axis: np.ndarray, centre: np.ndarray, others: list[P
     return others[int(np.argmin(d))].name
 
 
+def hangs_off(name: str, ancestor: str, preds) -> bool:
+    """Whether part ``name`` hangs (directly or further down) off part ``ancestor`` in the predicted tree
+    (``preds``: part name -> PartPrediction; the root has none). A part cannot get such a part as its new
+    parent: the tree would become a cycle."""
+    seen = set()
+    while name in preds and name not in seen:
+        seen.add(name)
+        name = preds[name].parent
+        if name == ancestor:
+            return True
+    return False
+
+
 def _turn_knobs(parts, preds, seed: int = 0) -> None:
     """Decoding rule: each predicted part that :func:`knob_axis` finds to be a knob turns without limits about
     that axis through its centre (type, axis, origin and limits replaced; a circle turning about its own
@@ -856,13 +869,8 @@ def _turn_knobs(parts, preds, seed: int = 0) -> None:
             continue
         others = [q for q in parts if q.name != p.name and len(q.faces)]
         holder = knob_holder(p, k[0], k[1], others) or pr.parent
-        up, seen = holder, set()
-        while up in preds and up not in seen:  # a part hanging off the knob (its cap) cannot hold it
-            seen.add(up)
-            up = preds[up].parent
-            if up == p.name:
-                holder = pr.parent
-                break
+        if hangs_off(holder, p.name, preds):  # a part hanging off the knob (its cap) cannot hold it
+            holder = pr.parent
         if holder in preds and preds[holder].type != "fixed":
             continue  # a round part on a door or drawer is its pull, fixed to it
         pr.parent = holder
@@ -910,7 +918,7 @@ def _roll_wheels(parts, root: str, preds, seed: int = 0) -> None:
         others = [p for p in parts if p.name not in wheels]
         radius = 0.5 * float(np.ptp((by[name].vertices - centre) @ np.cross(axis, [0.0, 0.0, 1.0])))
         h = axle_holder(axis, centre, radius, others, seed)
-        if h is None:
+        if h is None or hangs_off(others[h].name, name, preds):
             continue
         pr.parent = others[h].name
         caster = preds.get(pr.parent)
