@@ -108,6 +108,12 @@ def geometric_parts(obj: ArticulatedObject) -> list[Part]:
     return parts
 
 
+def object_extent(parts: list[Part]) -> tuple[float, float]:
+    """(the object's largest side (m), the height of its bottom (m)) over all ``parts``' vertices."""
+    allv = np.concatenate([p.vertices for p in parts])
+    return float(np.max(np.ptp(allv, axis=0))), float(allv[:, 2].min())
+
+
 def part_tree(parts: list[Part], n_samples: int = 400, seed: int = 0) -> tuple[str, dict[str, str], np.ndarray]:
     """Root part, parent of every other part, and the pairwise surface distance matrix (m).
 
@@ -125,9 +131,7 @@ def part_tree(parts: list[Part], n_samples: int = 400, seed: int = 0) -> tuple[s
     rng = np.random.default_rng(seed)
     boxes = [part_box(p.vertices, p.name) for p in parts]
     vols = np.array([float(np.prod(b.extents)) for b in boxes])
-    allv = np.concatenate([p.vertices for p in parts])
-    size = float(np.max(np.ptp(allv, axis=0)))
-    z0 = allv[:, 2].min()
+    size, z0 = object_extent(parts)
     # the root stands on the ground: largest part among those reaching the object's bottom (2% of its size),
     # or a part ROOT_ABOVE_WHEELS x bigger than all of them (a cart's or table's body carried by its wheels)
     grounded = np.array([p.vertices[:, 2].min() <= z0 + 0.02 * size for p in parts])
@@ -670,12 +674,12 @@ def panel_hinge(part: Part, parent: Part, attached: list[Part], axis: np.ndarray
             allowed = [(k, o) for k, o in allowed if abs(hc[o]) - abs(hc[k]) >= HANDLE[2]]
         for k, o in allowed:
             if abs(hc[o]) >= HANDLE[1]:
-                lines = [edge(k, o, -np.sign(hc[o]), "handle")]
+                lines, depths = [edge(k, o, -np.sign(hc[o]), "handle")], [depth]
                 mid = slab_middle(part, parent, size, seed, panel=panel) / (0.5 * e[n])
                 for at, why in ((mid, "handle, slab middle"), (2 * mid + outer, "handle, slab's outer face")):
-                    if all(abs(at - d) > 0.05 for d in [depth] + [box.to_box(p[None])[0, n] / (0.5 * e[n])
-                                                                  for _, p, _ in lines]):
+                    if all(abs(at - d) > 0.05 for d in depths):
                         lines.append(edge(k, o, -np.sign(hc[o]), why, at=at))
+                        depths.append(at)
                 return lines
     return []
 
@@ -810,8 +814,7 @@ def _press_buttons(parts, preds, seed: int = 0) -> None:
     categories it never saw, slid buttons along the surface they sit in. No validity check: a pressed button
     goes into its parent's mesh, which real assets rarely hollow out."""
     by = {p.name: p for p in parts}
-    allv = np.concatenate([p.vertices for p in parts])
-    size = float(np.max(np.ptp(allv, axis=0)))
+    size = object_extent(parts)[0]
     for pr in preds.values():
         if pr.type != "prismatic" or pr.parent not in by or pr.info.get("slid_out"):
             continue
@@ -860,8 +863,7 @@ def _turn_knobs(parts, preds, seed: int = 0) -> None:
     a wheel on a swivel caster, which :func:`_roll_wheels` handles). On the second
     category-held-out fold the network, which never saw an oven, read oven knobs as buttons (prismatic) or as
     fixed."""
-    allv = np.concatenate([p.vertices for p in parts])
-    size = float(np.max(np.ptp(allv, axis=0)))
+    size = object_extent(parts)[0]
     for p in parts:
         pr = preds.get(p.name)
         k = None if pr is None else knob_axis(p, size, seed)
@@ -903,8 +905,7 @@ def _roll_wheels(parts, root: str, preds, seed: int = 0) -> None:
     (:func:`axle_holder`). An axle holder other than the root (and no wheel) is a swivel caster: it turns
     without limits about the vertical through its rest contact with its own parent (on data/real_train every
     wheel held by a part other than the root is on such a caster)."""
-    allv = np.concatenate([p.vertices for p in parts])
-    size, z0 = float(np.max(np.ptp(allv, axis=0))), float(allv[:, 2].min())
+    size, z0 = object_extent(parts)
     wheels = {}
     for p in parts:
         w = None if p.name not in preds else wheel_axis(p, z0, size, seed)
@@ -1009,10 +1010,8 @@ def double_doors(parts, preds, size: float) -> dict[str, tuple[np.ndarray, np.nd
         panel = panel_box(by[pr.name]) if pr.type == "revolute" and pr.name in by else None
         if panel is None:
             continue
-        b, n = panel
-        a = np.asarray(pr.axis, float) / np.linalg.norm(pr.axis)
-        if abs(a @ b.axes[n]) <= 0.5:
-            panels[pr.name] = (b, n, a, pr)
+        if in_panel_plane(panel, pr.axis):
+            panels[pr.name] = (*panel, np.asarray(pr.axis, float) / np.linalg.norm(pr.axis), pr)
     out = {}
     names = sorted(panels)
     for i, n1 in enumerate(names):
