@@ -352,3 +352,26 @@ def test_validity_picks_a_lever_pivot_across_its_length(monkeypatch):
     assert axis_line_distance(pr.origin, pr.axis, pivot[1], pivot[0]) < 1e-6
     monkeypatch.setattr(infer, "LEVERS", False)
     assert axis_angle_error_deg(decode().axis, [0, 1, 0]) < 1e-6  # without the rule the twist stays
+
+
+def test_a_lever_read_as_sliding_across_its_length_turns_instead():
+    """The type rule of ``articulate`` (``lever_turns``): a stapler arm or eyeglass temple that the network, on
+    a category it never saw, reads as sliding across its length turns instead (on data/real_train all 21
+    lever-shaped parts turn); one read as sliding along its length (a telescoping rod) keeps sliding, and so
+    does a bar touching its parent along its length."""
+    from kinemesh.articulation.infer import lever_turns
+    from kinemesh.articulation.predictor import RawPrediction
+
+    frame = _part("frame", ([-0.1, 0.0, 0.0], [0.1, 0.01, 0.04]))
+    temple = _part("temple", ([0.095, 0.01, 0.015], [0.1, 0.15, 0.025]))  # 14 cm along +Y, front end on the frame
+    brow = _part("brow", ([-0.1, 0.0, 0.04], [0.1, 0.01, 0.045]))
+
+    def raw(type_, axis):
+        return RawPrediction(type_, np.array([0.0, 0.1, 0.9]), np.asarray(axis, float), np.zeros(3), (0.0, 0.05),
+                             0.9, 0, 1)
+
+    assert lever_turns(temple, frame, raw("prismatic", [0, 0, 1]), 0.2)  # slid across its length: a lever
+    assert lever_turns(temple, frame, raw("prismatic", [1, 0, 0]), 0.2)
+    assert not lever_turns(temple, frame, raw("prismatic", [0, 1, 0]), 0.2)  # along its length: telescoping
+    assert not lever_turns(temple, frame, raw("revolute", [0, 0, 1]), 0.2)  # already turns
+    assert not lever_turns(brow, frame, raw("prismatic", [0, 0, 1]), 0.2)  # no lever: touches along its length
