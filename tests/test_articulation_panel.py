@@ -375,3 +375,55 @@ def test_a_lever_read_as_sliding_across_its_length_turns_instead():
     assert not lever_turns(temple, frame, raw("prismatic", [0, 1, 0]), 0.2)  # along its length: telescoping
     assert not lever_turns(temple, frame, raw("revolute", [0, 0, 1]), 0.2)  # already turns
     assert not lever_turns(brow, frame, raw("prismatic", [0, 0, 1]), 0.2)  # no lever: touches along its length
+
+
+def test_a_door_read_as_sliding_along_its_normal_turns_about_a_line_in_its_plane(monkeypatch):
+    """The type rule of ``articulate`` (``door_turns``): a cabinet door that the network, on a category it never
+    saw, reads as sliding out along its normal (a microwave door in fold 1) turns instead, about a line in its
+    plane (its hinge), not about its normal. A sliding door (along its plane), a small button and a lid lying flat
+    keep sliding. The network here is a stand-in whose type and axis heads say "slide along the normal"."""
+    import torch
+
+    from kinemesh.articulation import infer
+    from kinemesh.articulation.infer import articulate, door_turns
+    from kinemesh.articulation.predictor import ArticulationNet, PredictorConfig, RawPrediction, part_features
+    from kinemesh.data.articulated import ArticulatedObject, Joint
+
+    body, door = _carcass(), _door([-0.06, 0.3, 0.2], [-0.02, 0.34, 0.6])  # handle near the +Y edge
+
+    def raw(axis):
+        return RawPrediction("prismatic", np.array([0.0, 0.1, 0.9]), np.asarray(axis, float), np.zeros(3),
+                             (0.0, 0.1), 0.9, 0, 1)
+
+    assert door_turns(door, raw([-1, 0, 0]), 0.8)
+    assert not door_turns(door, raw([0, 1, 0]), 0.8)  # sliding in its plane: a sliding door
+    button = _part("button", ([-0.01, 0.0, 0.4], [0.0, 0.05, 0.45]))
+    assert not door_turns(button, raw([-1, 0, 0]), 0.8)  # small: a push button
+    lid = _part("lid", ([0.0, -0.4, 0.8], [0.5, 0.4, 0.82]))
+    assert not door_turns(lid, raw([0, 0, 1]), 0.8)  # lying flat: a pot lid lifts
+
+    cfg = PredictorConfig()
+    box = part_features([(body.vertices, body.faces), (door.vertices, door.faces)], 1, np.random.default_rng(0),
+                        cfg, "door")[2]
+    k = int(np.argmax(np.abs(box.axes @ [1.0, 0.0, 0.0])))  # the door's normal among its box axes
+    torch.manual_seed(0)
+    inner = ArticulationNet(cfg).eval()
+
+    class Slides(torch.nn.Module):  # the heads read "prismatic, along the box axis k (the normal)"
+        config = cfg
+
+        def forward(self, points, box_feat):
+            out = dict(inner(points, box_feat))
+            out["type"] = torch.tensor([[0.0, 0.0, 10.0]]).expand(len(points), 3)
+            logits = torch.full((len(points), 3), 5.0)
+            logits[:, k] = 10.0
+            out["axis_cls"] = logits
+            out["axis_res"] = torch.zeros_like(out["axis_res"])
+            return out
+
+    obj = ArticulatedObject([body, door], [Joint("j", "fixed", "body", "door", np.array([0.0, 0.0, 1.0]), np.zeros(3))], "cabinet", "cabinet")
+    pr = {p.name: p for p in articulate(obj, net=Slides(), seed=0)}["door"]
+    assert pr.type == "revolute" and abs(pr.axis @ [1.0, 0.0, 0.0]) < 1e-6  # a hinge in the door's plane
+    monkeypatch.setattr(infer, "DOORS_TURN", False)
+    pr = {p.name: p for p in articulate(obj, net=Slides(), seed=0)}["door"]
+    assert pr.type == "prismatic" and abs(pr.axis @ [1.0, 0.0, 0.0]) > 0.99  # without the rule it slides out

@@ -437,6 +437,8 @@ def test_prior_states_draw_the_joints_of_their_own_over_their_range():
     half = jd.prior_states(z, seed=3, std=0.5)[:, 4:]
     assert torch.allclose(half, 0.5 * d, atol=1e-12)
     assert torch.equal(jd.prior_states(z, seed=3), q)  # reproducible
+    q2, verts = jd.prior_samples(z, seed=3)  # the samples kinemesh sample writes: those states, within the limits
+    assert torch.equal(q2, q) and torch.equal(verts, jd.vertices_within_limits(q))
     with pytest.raises(ValueError, match="expected 4"):
         jd.prior_states(q)
 

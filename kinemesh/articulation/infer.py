@@ -8,7 +8,8 @@ and returns one :class:`PartPrediction` per part except the root. Steps:
    their parent: a handle touches its door, a door its carcass);
 2. the network predicts type, axis, origin, limits and a confidence per part (batched); with the validity
    check, a lever (an elongated part touching its parent near one end, ``lever_length``) read as sliding
-   across its length is decoded as turning (``lever_turns``);
+   across its length is decoded as turning (``lever_turns``), and so is a large upright panel read as sliding
+   along its normal (``door_turns``: a door), about a line in its plane;
 3. optional validity check (``check_validity``): among the network's axis-class / sign alternatives the
    most probable one whose sweep (in either opening direction) neither collides nor detaches is kept
    (:mod:`kinemesh.geometry.validity`, swept per-sample test), one the part's shape allows first (a panel
@@ -68,6 +69,8 @@ EDGE = (10.0, 0.6, 0.5, 0.7)  # hinge edge: axis within [0] deg of a box axis; c
 DOUBLE = True  # a double door's leaves hinge on their far edges (``_double_doors``)
 LEVERS = True  # validity picks a lever's pivot across its length first (``lever_length``)
 LEVER_TURNS = True  # a lever read as sliding across its length turns instead (``lever_turns``)
+DOORS_TURN = True  # an upright panel read as sliding along its normal turns instead (``door_turns``)
+DOOR_SIZE = 0.3  # door_turns: the panel's largest side is at least this x the object's largest side
 HINGE_SIDES = True  # validity picks a panel's hinge on a side its shape allows first (``hinge_sides``)
 SLAB = True  # revolute panels' hinge lines move to the middle of their slab (``_snap_to_slab``)
 SLIDE_OUT = (0.4, 0.5, 0.8)  # slide out: one box face covered by the parent on <= [0] of its footprint, the other
@@ -221,13 +224,20 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
     for b, (p, _, _, box, center, scale) in enumerate(feats):
         forced = (force_types or {}).get(p.name)
         r = decode(out, b, box, center, scale, forced)
-        if forced is None and LEVER_TURNS and check_validity and lever_turns(p, by[parents[p.name]], r, size, seed):
+        door = forced is None and DOORS_TURN and check_validity and door_turns(p, r, size)
+        if door or (forced is None and LEVER_TURNS and check_validity
+                    and lever_turns(p, by[parents[p.name]], r, size, seed)):
             forced = "revolute"
             r = decode(out, b, box, center, scale, forced)
         # movable alternatives of the predicted type (or a prompt's verb), scored P(type) x P(axis, sign) x P(cell)
         pt = 1.0 if forced else float(r.type_probs[TYPES.index(r.type)])
         alts = [] if r.type == "fixed" else [(pt * q, axis, origin, r.type, lim) for q, axis, origin, lim in
                                              alternatives(out, b, box, center, scale, r.type, cells=ORIGIN_CELLS)]
+        if door:  # a door turns about a line in its plane, not about its normal
+            panel = panel_box(p)
+            alts = [a for a in alts if in_panel_plane(panel, a[1])] or alts
+            if not in_panel_plane(panel, r.axis):
+                _, r.axis, r.origin, _, r.limits = alts[0]
         slide = alternatives(out, b, box, center, scale, "prismatic")[0][3]  # the prismatic head's limits (m)
         preds[p.name] = PartPrediction(p.name, r.type, r.axis, r.origin, None if r.type == "fixed" else r.limits,
                                        parents[p.name], r.confidence, p.label,
@@ -556,6 +566,23 @@ def lever_turns(part: Part, parent: Part, raw, size: float, seed: int = 0) -> bo
         return False
     length = lever_length(part, parent, size, seed)
     return length is not None and abs(np.asarray(raw.axis, float) @ length) < np.cos(np.radians(30.0))
+
+
+def door_turns(part: Part, raw, size: float) -> bool:
+    """Whether a part the network reads as sliding (``raw``: its :func:`decode` answer) is a door that turns
+    instead: an upright panel (:func:`panel_box`, its normal within 17 deg of horizontal) whose largest side is
+    ``DOOR_SIZE`` x ``size`` (the object's largest side, m) or more, read as sliding along its normal (within
+    30 deg). On data/real_train the panels that slide along their normal are buttons, caps and pot lids: small or
+    lying flat; one upright camera part of half the camera's size is the exception."""
+    if raw.type != "prismatic":
+        return False
+    panel = panel_box(part)
+    if panel is None:
+        return False
+    box, n = panel
+    normal = box.axes[n]
+    return (abs(normal[2]) <= 0.3 and float(box.extents.max()) >= DOOR_SIZE * size
+            and abs(np.asarray(raw.axis, float) @ normal) >= np.cos(np.radians(30.0)))
 
 
 def admissible_hinge(panel, axis: np.ndarray) -> bool:

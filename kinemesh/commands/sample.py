@@ -87,8 +87,8 @@ def run(args) -> int:
     with torch.no_grad():
         if art is not None:  # every part along its joint, within the joint limits
             jd = JointDecoder(decoder, art, wm.part_names, direct=True)
-            q = jd.prior_states(z, seed=args.seed, std=args.std)
-            decoded, values = jd.vertices_within_limits(q), jd.joint_values(q, clip=True)
+            q, decoded = jd.prior_samples(z, seed=args.seed, std=args.std)
+            values = jd.joint_values(q, clip=True)
             joints = {"from": joints_from, "names": [j.name for j in jd.joints], "own": jd.direct,
                       "values": values.cpu().double().numpy().round(6).tolist()}
         else:

@@ -408,6 +408,13 @@ class JointDecoder:
         d = min(float(std), 1.0) * OWN_PRIOR * (span[:, 0] + u * (span[:, 1] - span[:, 0]))
         return torch.cat([z, d.to(z)], dim=-1)
 
+    def prior_samples(self, z: torch.Tensor, seed: int = 0, std: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+        """(states q (n, ``latent_dim``), vertices (n, N, 3) m) of prior samples z (n, ``k_network``): every part
+        along its joint within the joint limits (``prior_states``, then ``vertices_within_limits``), the samples
+        ``kinemesh sample`` writes and ``kinemesh eval real`` scores."""
+        q = self.prior_states(z, seed=seed, std=std)
+        return q, self.vertices_within_limits(q)
+
     def joint_values(self, q: torch.Tensor, clip: bool = False) -> torch.Tensor:
         """q (..., k) -> (..., J) joint values (rad / m) in the order of ``joints`` (fixed joints: 0; ``clip``:
         within the joints' limits)."""

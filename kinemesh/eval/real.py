@@ -230,16 +230,16 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
             joint_samples = samples
         else:  # as kinemesh sample writes them
             jd = JointDecoder(b.instance, art, wm.part_names, direct=True)
-            qj = jd.prior_states(z, seed=cfg.seed)
-            joint_samples = jd.vertices_within_limits(qj).double().numpy()
+            qj, joint_samples = jd.prior_samples(z, seed=cfg.seed)
+            joint_samples = joint_samples.double().numpy()
             row["joint_prior_moving"] = joints_moving(jd, qj)
         q = torch.randn(cfg.samples, b.decoder.latent_dim, generator=torch.Generator().manual_seed(cfg.seed),
                         dtype=torch.float64).to(b.decoder.mu_cond.dtype)
         reduced = b.decoder.vertices(q).double().numpy()
         if art is not None and not cfg.free_parts:  # as kinemesh sample --space reduced writes them
             jr = JointDecoder(b.decoder, art, wm.part_names, direct=True)
-            qr = jr.prior_states(q, seed=cfg.seed)
-            reduced_joint = jr.vertices_within_limits(qr).double().numpy()
+            qr, reduced_joint = jr.prior_samples(q, seed=cfg.seed)
+            reduced_joint = reduced_joint.double().numpy()
             row["reduced_joint_moving"] = joints_moving(jr, qr)
     joined = joint_pairs(obj, wm.part_names)  # attachment is scored between the parts a joint connects
     row["prior_attached"] = attachment(v, samples, pid, size, joined, f)[0]
