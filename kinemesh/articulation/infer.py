@@ -224,9 +224,11 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
     for b, (p, _, _, box, center, scale) in enumerate(feats):
         forced = (force_types or {}).get(p.name)
         r = decode(out, b, box, center, scale, forced)
+        # the shape overrules a slide the network reads (the type's confidence stays the network's)
         door = forced is None and DOORS_TURN and check_validity and door_turns(p, r, size)
-        if door or (forced is None and LEVER_TURNS and check_validity
-                    and lever_turns(p, by[parents[p.name]], r, size, seed)):
+        lever = (not door and forced is None and LEVER_TURNS and check_validity
+                 and lever_turns(p, by[parents[p.name]], r, size, seed))
+        if door or lever:
             forced = "revolute"
             r = decode(out, b, box, center, scale, forced)
         # movable alternatives of the predicted type (or a prompt's verb), scored P(type) x P(axis, sign) x P(cell)
@@ -242,6 +244,7 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
         preds[p.name] = PartPrediction(p.name, r.type, r.axis, r.origin, None if r.type == "fixed" else r.limits,
                                        parents[p.name], r.confidence, p.label,
                                        {"type_probs": [float(x) for x in r.type_probs], "scale": scale,
+                                        "type_from_shape": "door" if door else "lever" if lever else None,
                                         "slide_travel": max(abs(slide[0]), abs(slide[1])),
                                         "alternatives": sorted(alts, key=lambda a: -a[0])})
     if check_validity:
