@@ -428,3 +428,37 @@ def test_a_door_read_as_sliding_along_its_normal_turns_about_a_line_in_its_plane
     monkeypatch.setattr(infer, "DOORS_TURN", False)
     pr = {p.name: p for p in articulate(obj, net=Slides(), seed=0)}["door"]
     assert pr.type == "prismatic" and abs(pr.axis @ [1.0, 0.0, 0.0]) > 0.99  # without the rule it slides out
+
+
+def test_round_parts_move_along_or_about_their_axis_of_symmetry():
+    """``round_axis`` / ``_round_parts``: a jar's lid (a cylinder 8 cm across, 3 cm tall, on a 10 cm jar) read as
+    turning about a line across it turns about its axis of symmetry, through its centre; read as sliding across
+    it, it lifts off along that axis, away from the jar. A flat round door (a porthole) and a long rod are not
+    round parts; a turning part already about its axis is left as it is."""
+    import trimesh
+
+    from kinemesh.articulation.infer import _round_parts, round_axis
+
+    jar = _part("jar", ([-0.05, -0.05, 0.0], [0.05, 0.05, 0.1]))
+    m = trimesh.creation.cylinder(radius=0.04, height=0.03, sections=48)
+    m.apply_translation([0.0, 0.0, 0.115])
+    lid = Part("lid", np.asarray(m.vertices), np.asarray(m.faces))
+    axis, centre = round_axis(lid)
+    assert abs(axis[2]) > 1 - 1e-6 and np.allclose(centre, [0, 0, 0.115], atol=1e-3)
+    flat = trimesh.creation.cylinder(radius=0.2, height=0.02, sections=48)  # a porthole door: flat
+    rod = trimesh.creation.cylinder(radius=0.01, height=0.2, sections=48)  # a rod: long
+    assert round_axis(Part("door", np.asarray(flat.vertices), np.asarray(flat.faces))) is None
+    assert round_axis(Part("rod", np.asarray(rod.vertices), np.asarray(rod.faces))) is None
+
+    def decoded(type_, axis, origin):
+        pr = PartPrediction("lid", type_, np.asarray(axis, float), np.asarray(origin, float), (0.0, 1.0), "jar",
+                            0.9, "", {})
+        _round_parts([jar, lid], {"lid": pr})
+        return pr
+
+    pr = decoded("revolute", [1.0, 0.0, 0.0], [0.0, 0.04, 0.1])  # turning about a line across the lid
+    assert abs(pr.axis[2]) > 1 - 1e-6 and np.allclose(pr.origin[:2], 0.0, atol=1e-3)
+    pr = decoded("prismatic", [0.0, 1.0, 0.0], [0.0, 0.0, 0.115])  # sliding sideways off the jar
+    assert pr.axis[2] > 1 - 1e-6 and pr.type == "prismatic"  # lifts off, away from the jar
+    pr = decoded("revolute", [0.0, 0.0, -1.0], [0.01, 0.0, 0.1])
+    assert np.allclose(pr.axis, [0, 0, -1]) and np.allclose(pr.origin, [0.01, 0.0, 0.1])  # already about it
