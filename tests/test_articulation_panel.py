@@ -284,14 +284,15 @@ def test_floating_knobs_hang_from_the_body_a_floating_handle_from_its_door():
     assert parents == {"door": "body", "handle": "door"}
 
 
-def _decode_two(parts, first, second):
+def _decode_two(parts, first, second, probs=(0.6, 0.3)):
     """The validity decoding (``_choose_valid``) of ``parts[1]`` (parent ``parts[0]``) predicted revolute about
-    ``first`` (axis, point) with probability 0.6, ``second`` its alternative with 0.3, both opening 1.5 rad."""
+    ``first`` (axis, point) with probability ``probs[0]``, ``second`` its alternative with ``probs[1]``, both
+    opening 1.5 rad."""
     from kinemesh.articulation.infer import _choose_valid
 
     root, name = parts[0].name, parts[1].name
-    alts = [(0.6, *first, "revolute", (0.0, 1.5)), (0.3, *second, "revolute", (0.0, 1.5))]
-    pr = PartPrediction(name, "revolute", first[0].copy(), first[1].copy(), (0.0, 1.5), root, 0.6, "",
+    alts = [(probs[0], *first, "revolute", (0.0, 1.5)), (probs[1], *second, "revolute", (0.0, 1.5))]
+    pr = PartPrediction(name, "revolute", first[0].copy(), first[1].copy(), (0.0, 1.5), root, probs[0], "",
                         {"alternatives": alts})
     _choose_valid(parts, root, {name: root}, {name: pr})
     return pr
@@ -326,6 +327,14 @@ def test_validity_picks_a_hinge_on_a_side_the_panel_allows(monkeypatch):
     assert axis_line_distance(pr.origin, pr.axis, side[1], side[0]) < 1e-6
     monkeypatch.setattr(infer, "HINGE_SIDES", False)
     assert axis_angle_error_deg(decode().axis, [0, 1, 0]) < 1e-6  # without the rule the flap stays
+    monkeypatch.setattr(infer, "HINGE_SIDES", True)
+
+    # the long side rated improbable (0.02, below the decoding's 0.05): every line the network rates is ruled out
+    # by the shape, so its lines on the allowed sides are tried too (``HINGE_ANY``; a tall cabinet door in fold 1)
+    pr = _decode_two([body, door], flap, side, probs=(0.6, 0.02))
+    assert axis_angle_error_deg(pr.axis, [0, 0, 1]) < 1e-6
+    monkeypatch.setattr(infer, "HINGE_ANY", False)
+    assert axis_angle_error_deg(_decode_two([body, door], flap, side, probs=(0.6, 0.02)).axis, [0, 1, 0]) < 1e-6
 
 
 def test_validity_picks_a_lever_pivot_across_its_length(monkeypatch):

@@ -13,7 +13,8 @@ and returns one :class:`PartPrediction` per part except the root. Steps:
 3. optional validity check (``check_validity``): among the network's axis-class / sign alternatives the
    most probable one whose sweep (in either opening direction) neither collides nor detaches is kept
    (:mod:`kinemesh.geometry.validity`, swept per-sample test), one the part's shape allows first (a panel
-   hinged on a long or upright side, ``hinge_sides``; a lever pivoting across its length, ``lever_length``);
+   hinged on a long or upright side, ``hinge_sides``, among all the network's lines when every line it rates
+   is ruled out; a lever pivoting across its length, ``lever_length``);
 4. with the validity check, revolute pivots are refined by the rest contact (``_snap_to_contact``): a
    revolute part that touches its parent only in a compact region (pliers blades at their rivet, lamp links,
    knobs) turns about an axis through that region, so a predicted line that misses it is moved (same
@@ -76,6 +77,7 @@ DOORS_TURN = True  # an upright panel read as sliding along its normal turns ins
 DOOR_SIZE = 0.3  # door_turns: the panel's largest side is at least this x the object's largest side
 ROUND_AXES = True  # a round part moves along or about its axis of symmetry (``round_axis``)
 HINGE_SIDES = True  # validity picks a panel's hinge on a side its shape allows first (``hinge_sides``)
+HINGE_ANY = True  # ... among all the network's lines when every line it rates is on a side the shape rules out
 SLAB = True  # revolute panels' hinge lines move to the middle of their slab (``_snap_to_slab``)
 SLIDE_OUT = (0.4, 0.5, 0.8)  # slide out: one box face covered by the parent on <= [0] of its footprint, the other
 # five >= [1]; travel [2] x the part's depth along the slide
@@ -299,6 +301,13 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
     by = {p.name: p for p in parts}
     for pr in movable:
         alts = [a for a in pr.info["alternatives"] if a[0] >= min_prob and a[3] == pr.type]
+        panel = panel_box(by[pr.name]) if HINGE_SIDES and pr.type == "revolute" else None
+        if (HINGE_ANY and panel is not None and in_panel_plane(panel, pr.axis)
+                and not any(admissible_hinge(panel, a[1]) for a in alts + [(0, pr.axis)])):
+            # every line the network rates hinges the panel on a side its shape rules out (a tall door on its
+            # top or bottom edge): its lines on the sides the shape allows are tried too, however improbable
+            alts += [a for a in pr.info["alternatives"] if a[0] < min_prob and a[3] == pr.type
+                     and in_panel_plane(panel, a[1]) and admissible_hinge(panel, a[1])]
         top = (max([a[0] for a in alts], default=1.0), pr.axis, pr.origin, pr.type, pr.limits)
         sweeps = []  # (score, alternative, opposite?, candidate)
         for alt in [top] + [a for a in alts if not (a[3] == pr.type and a[1] @ pr.axis > 0.999
@@ -323,7 +332,6 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
         if pick is not None and pr.type == "revolute" and (HINGE_SIDES or LEVERS):
             # a valid line the part's shape allows comes first: a panel's hinge on a long or upright side, a
             # lever's pivot across its length
-            panel = panel_box(by[pr.name]) if HINGE_SIDES else None
             length = None
             if LEVERS and pr.parent in by:
                 length = lever_length(by[pr.name], by[pr.parent], grid.size)
