@@ -857,10 +857,10 @@ def round_axis(part: Part, seed: int = 0) -> tuple[np.ndarray, np.ndarray] | Non
     (:func:`outline_spreads` <= ``ROUND[0]``) and the part is neither flat nor long along that axis (height /
     diameter in ``ROUND[1]``..``ROUND[2]``): a cap, a lid, a knob, a round button, a wheel. Else None.
 
-    On data/real_train all 263 round movable parts slide along or turn about their axis of symmetry (caps and
-    jar lids turn, pot lids lift, buttons are pressed, knobs and wheels turn) but two faucet rods, which are
-    long; among the synthetic validation objects the round parts that move otherwise are flat (a washing
-    machine's porthole door, hinged) or long (lamp arms and heads, levers)."""
+    On data/real_train all 210 such movable parts slide along or turn about their axis of symmetry (caps and
+    jar lids turn, pot lids lift, buttons are pressed, knobs and wheels turn); of all 245 round ones only two
+    long faucet rods do not. Among the synthetic validation objects the round parts that move otherwise are
+    flat (a washing machine's porthole door, a trash can's lid: hinged) or long (lamp arms and heads, levers)."""
     from kinemesh.articulation.candidates import perpendicular_axes
 
     box, spread = outline_spreads(part, seed)
