@@ -250,7 +250,8 @@ def test_predictor_shipped_weights_and_cli(tmp_path):
     assert set(names) == {"body", "door_left", "door_right"}
     assert data["target"]["part"] == "door_right" and names["door_right"]["type"] == "revolute"
     for p in data["parts"]:
-        assert set(p) == {"name", "type", "axis", "origin", "limits", "parent", "confidence"}
+        assert set(p) == {"name", "type", "axis", "origin", "limits", "parent", "confidence", "type_from"}
+    assert names["body"]["type_from"] == "root" and names["door_right"]["type_from"] == "prompt"
     assert names["door_right"]["parent"] == "body"
     import mujoco
 

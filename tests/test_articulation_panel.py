@@ -433,10 +433,13 @@ def test_a_door_read_as_sliding_along_its_normal_turns_about_a_line_in_its_plane
     obj = ArticulatedObject([body, door], [Joint("j", "fixed", "body", "door", np.array([0.0, 0.0, 1.0]), np.zeros(3))], "cabinet", "cabinet")
     pr = {p.name: p for p in articulate(obj, net=Slides(), seed=0)}["door"]
     assert pr.type == "revolute" and abs(pr.axis @ [1.0, 0.0, 0.0]) < 1e-6  # a hinge in the door's plane
-    assert pr.info["type_from_shape"] == "door"
+    assert pr.info["type_from_shape"] == "door" and pr.to_dict()["type_from"] == "shape: door"
     monkeypatch.setattr(infer, "DOORS_TURN", False)
     pr = {p.name: p for p in articulate(obj, net=Slides(), seed=0)}["door"]
     assert pr.type == "prismatic" and abs(pr.axis @ [1.0, 0.0, 0.0]) > 0.99  # without the rule it slides out
+    assert pr.type_from() == "network"
+    pr = {p.name: p for p in articulate(obj, net=Slides(), seed=0, force_types={"door": "revolute"})}["door"]
+    assert pr.type == "revolute" and pr.type_from() == "prompt"  # a prompt's verb
 
 
 def test_round_parts_move_along_or_about_their_axis_of_symmetry():

@@ -23,7 +23,7 @@ def articulation_json(preds, root: str | None = None) -> dict:
     parts = []
     if root is not None:
         parts.append({"name": root, "type": "fixed", "axis": [0.0, 0.0, 1.0], "origin": [0.0, 0.0, 0.0],
-                      "limits": None, "parent": None, "confidence": 1.0})
+                      "limits": None, "parent": None, "confidence": 1.0, "type_from": "root"})
     parts += [p.to_dict() for p in preds]
     return {"parts": parts, "units": "m", "up": "z"}
 

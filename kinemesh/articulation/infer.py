@@ -97,12 +97,29 @@ class PartPrediction:
     label: str = ""
     info: dict = field(default_factory=dict)
 
+    def type_from(self) -> str:
+        """Where the motion type came from: "prompt" (a text prompt's verb), "shape: <rule>" when a decoding
+        rule set it from the part's shape (a door, a lever, a knob, a wheel, a part that slides out of its
+        parent), else the predictor's ``info["source"]`` ("observed motion", "heuristic"), else "network".
+        ``confidence`` stays the predictor's own."""
+        i = self.info
+        if i.get("type_from_prompt"):
+            return "prompt"
+        for key, rule in (("wheel", "wheel"), ("knob", "knob")):
+            if i.get(key):
+                return f"shape: {rule}"
+        if i.get("slid_out") and i["slid_out"].get("from") != self.type:
+            return "shape: slides out"
+        if i.get("type_from_shape"):
+            return f"shape: {i['type_from_shape']}"
+        return i.get("source", "network")
+
     def to_dict(self) -> dict:
         """The part entry of ``articulation.json`` (README, "articulate")."""
         return {"name": self.name, "type": self.type, "axis": [round(float(a), 6) for a in self.axis],
                 "origin": [round(float(o), 6) for o in self.origin],
                 "limits": None if self.limits is None else [round(float(x), 6) for x in self.limits],
-                "parent": self.parent, "confidence": round(float(self.confidence), 4)}
+                "parent": self.parent, "confidence": round(float(self.confidence), 4), "type_from": self.type_from()}
 
 
 def geometric_parts(obj: ArticulatedObject) -> list[Part]:
@@ -251,6 +268,7 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
                                        parents[p.name], r.confidence, p.label,
                                        {"type_probs": [float(x) for x in r.type_probs], "scale": scale,
                                         "type_from_shape": "door" if door else "lever" if lever else None,
+                                        "type_from_prompt": p.name in (force_types or {}),
                                         "slide_travel": max(abs(slide[0]), abs(slide[1])),
                                         "alternatives": sorted(alts, key=lambda a: -a[0])})
     if check_validity:
@@ -1196,7 +1214,7 @@ def heuristic_articulate(obj: ArticulatedObject, seed: int = 0) -> list[PartPred
         pri = [c for c in valid if c.type == "prismatic"]
         if not valid:
             out.append(PartPrediction(p.name, "fixed", np.array([0, 0, 1.0]), box.center, None, parents[p.name],
-                                      1.0, p.label))
+                                      1.0, p.label, {"source": "heuristic"}))
             continue
         if pri and not rev:
             c = pri[0]
@@ -1210,7 +1228,7 @@ def heuristic_articulate(obj: ArticulatedObject, seed: int = 0) -> list[PartPred
 
             c = sorted(rev, key=score)[0]
         out.append(PartPrediction(p.name, c.type, c.axis, c.origin, c.limits, parents[p.name],
-                                  1.0 / len(valid), p.label))
+                                  1.0 / len(valid), p.label, {"source": "heuristic"}))
     return out
 
 

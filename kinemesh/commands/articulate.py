@@ -130,7 +130,7 @@ def run(args) -> int:
         lim = "" if p.limits is None else f" limits [{p.limits[0]:.3g}, {p.limits[1]:.3g}]"
         print(f" {mark} {p.name:24s} {p.type:9s} parent {p.parent:16s} axis {np.round(p.axis, 3).tolist()} "
               f"origin {np.round(p.origin, 3).tolist()}{lim} conf {p.confidence:.2f}"
-              + (f" (type from its shape: a {p.info['type_from_shape']})" if p.info.get("type_from_shape") else ""))
+              + ("" if p.type_from() == "network" else f" (type from: {p.type_from()})"))
     return 0
 
 
