@@ -105,8 +105,8 @@ class PartPrediction:
         i = self.info
         if i.get("type_from_prompt"):
             return "prompt"
-        for key, rule in (("wheel", "wheel"), ("knob", "knob")):
-            if i.get(key):
+        for rule in ("wheel", "knob"):
+            if i.get(rule):
                 return f"shape: {rule}"
         if i.get("slid_out") and i["slid_out"].get("from") != self.type:
             return "shape: slides out"
