@@ -397,3 +397,53 @@ def test_parts_from_obj_groups_and_glb_nodes(tmp_path):
     scene.export(tmp_path / "s.glb")
     glb = load_parts(tmp_path / "s.glb")  # glTF is Y up: (x, y, z) -> (x, -z, y)
     np.testing.assert_allclose(glb.part("knob").vertices.mean(0), [0.6, 0, 0], atol=1e-6)
+
+
+@pytest.mark.parametrize("samplings", [1, 3])
+def test_articulate_averages_the_network_over_surface_samplings(monkeypatch, samplings):
+    """Test-time sampling (``infer.SAMPLINGS``): the network sees every part under that many surface samplings in
+    one batch, and decoding reads the mean of its outputs. The stand-in network's type logits are a function of
+    the sampled points, so each sampling reads differently; the decoded type probabilities must be the softmax
+    of the mean logits over the samplings that ``part_features`` draws from the same generator."""
+    import torch
+
+    from kinemesh.articulation import infer
+    from kinemesh.articulation.predictor import ArticulationNet, PredictorConfig, part_features
+
+    cfg = PredictorConfig()
+    torch.manual_seed(0)
+    inner = ArticulationNet(cfg).eval()
+    batches = []
+
+    def logits(points):  # (B, P, 4) -> (B, 3): depends on where the part's samples fell
+        part = points[..., 3:] > 0.5
+        xyz = points[..., :3]
+        m = (xyz * part).sum(1) / part.sum(1).clamp(min=1)
+        return 40.0 * torch.stack([m[:, 0], m[:, 1], -m[:, 0] - m[:, 1]], 1)
+
+    class Sampled(torch.nn.Module):
+        config = cfg
+
+        def forward(self, points, box_feat):
+            batches.append(len(points))
+            out = dict(inner(points, box_feat))
+            out["type"] = logits(points)
+            return out
+
+    obj = two_door_cabinet()
+    monkeypatch.setattr(infer, "SAMPLINGS", samplings)
+    preds = infer.articulate(obj, net=Sampled(), seed=3, check_validity=False)
+    assert batches == [2 * samplings]  # two doors, every sampling in one batch
+    parts = infer.geometric_parts(obj)
+    root, _, _ = infer.part_tree(parts, seed=3)
+    geo = [(p.vertices, p.faces) for p in parts]
+    rng = np.random.default_rng(3)
+    rows = [torch.as_tensor(part_features(geo, i, rng, cfg, p.name)[0])[None]
+            for _ in range(samplings) for i, p in enumerate(parts) if p.name != root]
+    per = logits(torch.cat(rows)).view(samplings, 2, 3)
+    want = torch.softmax(per.mean(0).double(), -1).numpy()
+    got = np.array([p.info["type_probs"] for p in preds])
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    if samplings > 1:  # the samplings differ, so the mean is not any one of them
+        assert float((per[0] - per[1]).abs().max()) > 0.1
+        assert not np.allclose(got, torch.softmax(per[0].double(), -1).numpy(), atol=1e-3)

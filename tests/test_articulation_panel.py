@@ -269,6 +269,26 @@ def test_root_of_a_cart_is_its_body():
     assert part_tree([shade, base])[0] == "base"
 
 
+def test_a_row_of_buttons_on_a_big_body_hangs_from_the_body_whatever_the_sampling(monkeypatch):
+    """Eight 2.5 cm buttons side by side on the front of a 50 cm body (a microwave's panel). With a fixed number
+    of surface samples per part the body's samples lie centimetres apart, a button's nearest body sample is
+    farther than its neighbour button, and buttons chained to each other for some seeds (a real microwave's
+    buttons in fold 1). ``TREE_SPACING`` samples big parts densely enough that a touching part finds one within
+    the contact tolerance: every button hangs from the body for every seed."""
+    from kinemesh.articulation import infer
+
+    m = trimesh.creation.box(bounds=np.array([[0, 0, 0], [0.5, 0.4, 0.3]], float)).subdivide()
+    body = Part("body", np.asarray(m.vertices), np.asarray(m.faces))
+    buttons = [_part(f"b{i}", ([-0.01, 0.05 + 0.03 * i, 0.1], [0.0, 0.075 + 0.03 * i, 0.125])) for i in range(8)]
+    parts = buttons[:4] + [body] + buttons[4:]
+    for seed in range(6):
+        root, parents, _ = part_tree(parts, seed=seed)
+        assert root == "body" and all(parents[b.name] == "body" for b in buttons), seed
+    monkeypatch.setattr(infer, "TREE_SPACING", 0.0)  # without it: a fixed 400 samples per part
+    chained = [sum(part_tree(parts, seed=seed)[1][b.name] != "body" for b in buttons) for seed in range(6)]
+    assert sum(chained) > 0
+
+
 def test_floating_knobs_hang_from_the_body_a_floating_handle_from_its_door():
     """A real oven's knobs float a few cm off its front, nearer each other (3.5 cm) than the body (6 cm): each hangs
     from the body, not from the knob beside it (``FLOAT_BIG``); a handle 1.5 cm off its door (4 cm from the

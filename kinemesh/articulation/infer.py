@@ -5,8 +5,10 @@ and returns one :class:`PartPrediction` per part except the root. Steps:
 
 1. root = the largest grounded part (or a part 10x bigger, a cart body); parent of every other part = its
    neighbour towards the root in the minimum spanning tree of part-to-part surface distances (parts touch
-   their parent: a handle touches its door, a door its carcass);
-2. the network predicts type, axis, origin, limits and a confidence per part (batched); with the validity
+   their parent: a handle touches its door, a door its carcass), from surface samples dense enough on big
+   parts (``TREE_SPACING``) that a button touching a panel finds the panel nearer than its neighbour button;
+2. the network predicts type, axis, origin, limits and a confidence per part (batched; its outputs averaged
+   over ``SAMPLINGS`` surface samplings of every part, test-time sampling); with the validity
    check, a lever (an elongated part touching its parent near one end, ``lever_length``) read as sliding
    across its length is decoded as turning (``lever_turns``), and so is a large upright panel read as sliding
    along its normal (``door_turns``: a door), about a line in its plane;
@@ -57,6 +59,9 @@ ORIGIN_CELLS = 3  # decoding: origin cells per axis class tried by the validity 
 CONTACT_TOL = 0.02  # pivot snap: contact = part samples within (closest approach + this x object size) of the parent
 CONTACT_COMPACT = 0.5  # pivot snap: contact counts as compact when its extent across the axis is <= this x the part's
 FLOAT_BIG = 0.5  # part tree: a part touching nothing weighs its distance to a small neighbour up to 1 + this more
+TREE_SAMPLES = 400  # part tree: surface samples per part for the part-to-part distances (at least)
+TREE_SPACING = 1.0  # ... more on big parts: one per (this x the contact tolerance)^2 of surface (0: off)
+TREE_MAX_SAMPLES = 20000  # ... at most
 ROOT_ABOVE_WHEELS = 10.0  # part tree: a part this many times the box volume of every grounded part is the root
 PANEL_THIN = 0.35  # panel hinge: a part is a panel when its thinnest box side is <= this x its middle side
 STRIP = (0.6, 0.3, 0.6)  # panel hinge: contact strip = extent along an edge >= [0], across <= [1], centroid >= [2]
@@ -78,6 +83,7 @@ DOOR_SIZE = 0.3  # door_turns: the panel's largest side is at least this x the o
 ROUND_AXES = True  # a round part moves along or about its axis of symmetry (``round_axis``)
 HINGE_SIDES = True  # validity picks a panel's hinge on a side its shape allows first (``hinge_sides``)
 HINGE_ANY = True  # ... among all the network's lines when every line it rates is on a side the shape rules out
+SAMPLINGS = 4  # the network's outputs averaged over this many surface samplings of each part
 SLAB = True  # revolute panels' hinge lines move to the middle of their slab (``_snap_to_slab``)
 SLIDE_OUT = (0.4, 0.5, 0.8)  # slide out: one box face covered by the parent on <= [0] of its footprint, the other
 # five >= [1]; travel [2] x the part's depth along the slide
@@ -143,7 +149,7 @@ def object_extent(parts: list[Part]) -> tuple[float, float]:
     return float(np.max(np.ptp(allv, axis=0))), float(allv[:, 2].min())
 
 
-def part_tree(parts: list[Part], n_samples: int = 400, seed: int = 0) -> tuple[str, dict[str, str], np.ndarray]:
+def part_tree(parts: list[Part], n_samples: int | None = None, seed: int = 0) -> tuple[str, dict[str, str], np.ndarray]:
     """Root part, parent of every other part, and the pairwise surface distance matrix (m).
 
     Root = largest box volume among the parts reaching the object's bottom, or a part ``ROOT_ABOVE_WHEELS`` x
@@ -155,9 +161,10 @@ def part_tree(parts: list[Part], n_samples: int = 400, seed: int = 0) -> tuple[s
     from scipy.spatial import cKDTree
 
     from kinemesh.articulation.candidates import part_box
-    from kinemesh.geometry.sampling import sample_surface
+    from kinemesh.geometry.sampling import face_areas, sample_surface
 
     rng = np.random.default_rng(seed)
+    n_samples = TREE_SAMPLES if n_samples is None else n_samples
     boxes = [part_box(p.vertices, p.name) for p in parts]
     vols = np.array([float(np.prod(b.extents)) for b in boxes])
     size, z0 = object_extent(parts)
@@ -167,9 +174,14 @@ def part_tree(parts: list[Part], n_samples: int = 400, seed: int = 0) -> tuple[s
     grounded |= vols >= ROOT_ABOVE_WHEELS * vols[grounded].max()
     root = int(np.argmax(np.where(grounded, vols, -1.0)))
     pts = []
+    tol = 0.015 * size
     for p in parts:
+        count = n_samples
+        if TREE_SPACING:  # samples dense enough that a touching neighbour finds one within TREE_SPACING x tol
+            area = float(face_areas(p.vertices, p.faces).sum()) if len(p.faces) else 0.0
+            count = int(np.clip(area / (TREE_SPACING * tol) ** 2, n_samples, TREE_MAX_SAMPLES))
         try:
-            s, _, _ = sample_surface(p.vertices, p.faces, n_samples, seed=rng)
+            s, _, _ = sample_surface(p.vertices, p.faces, count, seed=rng)
         except Exception:
             s = p.vertices
         pts.append(np.concatenate([s, p.vertices[:: max(1, len(p.vertices) // n_samples)]]))
@@ -184,7 +196,6 @@ def part_tree(parts: list[Part], n_samples: int = 400, seed: int = 0) -> tuple[s
     # (drawers touch each other and the carcass: the carcass wins; a handle touches only its door). A part
     # touching nothing (a real oven's knobs float a few cm off its panel, nearer each other than the body)
     # prefers the bigger neighbour more: its distances to smaller parts count up to 1 + FLOAT_BIG x longer.
-    tol = 0.015 * size
     small = 1.0 - np.minimum(np.maximum(vols[:, None], vols[None, :]) / vols[root], 1.0)
     floating = np.sort(D, axis=1)[:, 1] > tol if n > 1 else np.zeros(n, bool)  # column 0: itself
     far = np.where(floating[:, None] | floating[None, :], 1.0 + FLOAT_BIG * small, 1.0)
@@ -230,15 +241,20 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
     cfg: PredictorConfig = net.config
     rng = np.random.default_rng(seed)
     geo = [(p.vertices, p.faces) for p in parts]
-    feats = []
-    for i, p in enumerate(parts):
-        if p.name == root:
-            continue
-        pts, bf, box, (center, scale) = part_features(geo, i, rng, cfg, p.name)
-        feats.append((p, pts, bf, box, center, scale))
+    feats, points = [], []
+    for k in range(max(1, SAMPLINGS)):  # test-time sampling: the outputs of SAMPLINGS surface samplings averaged
+        for i, p in enumerate(parts):
+            if p.name == root:
+                continue
+            pts, bf, box, (center, scale) = part_features(geo, i, rng, cfg, p.name)
+            points.append(pts)
+            if k == 0:  # the box and normalization do not depend on the sampling
+                feats.append((p, pts, bf, box, center, scale))
     with torch.no_grad():
-        out = net(torch.as_tensor(np.stack([f[1] for f in feats])).to(device),
-                  torch.as_tensor(np.stack([f[2] for f in feats])).to(device))
+        n = len(feats)
+        out = net(torch.as_tensor(np.stack(points)).to(device),
+                  torch.as_tensor(np.stack([f[2] for f in feats] * (len(points) // n))).to(device))
+        out = {k: v.view(len(points) // n, n, *v.shape[1:]).mean(0) for k, v in out.items()}
     from kinemesh.articulation.predictor import TYPES, alternatives
 
     preds = {}
@@ -308,7 +324,6 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
     on open, zero-thickness shells. Validity never changes the type: on real assets the true slide of a
     drawer often passes through the carcass mesh (PartNet-Mobility bodies are rarely cut out behind drawer
     fronts), so it must not overrule the type head."""
-    from kinemesh.articulation.candidates import Candidate
     from kinemesh.geometry.validity import OccupancyGrid, ValidityConfig, check_candidates, subtree
 
     movable = [p for p in preds.values() if p.type != "fixed"]
@@ -327,19 +342,8 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
             alts += [a for a in pr.info["alternatives"] if a[0] < min_prob and a[3] == pr.type
                      and in_panel_plane(panel, a[1]) and admissible_hinge(panel, a[1])]
         top = (max([a[0] for a in alts], default=1.0), pr.axis, pr.origin, pr.type, pr.limits)
-        sweeps = []  # (score, alternative, opposite?, candidate)
-        for alt in [top] + [a for a in alts if not (a[3] == pr.type and a[1] @ pr.axis > 0.999
-                                                   and np.allclose(a[2], pr.origin))]:
-            prob, axis, origin, type_, limits = alt
-            lo, hi = limits or (0.0, 0.5 * np.pi)
-            reach = max(abs(lo), abs(hi))
-            if type_ == "revolute":
-                reach = float(min(reach, 0.5 * np.pi))
-            if reach < 1e-6:
-                continue
-            s = 1.0 if abs(hi) >= abs(lo) else -1.0  # limits are along the alternative's own axis
-            sweeps.append((prob, alt, False, Candidate(type_, axis, origin, (0.0, s * reach), 0, 1)))
-            sweeps.append((prob, alt, True, Candidate(type_, axis, origin, (0.0, -s * reach), 0, 1)))
+        sweeps = _sweeps([top] + [a for a in alts if not (a[3] == pr.type and a[1] @ pr.axis > 0.999
+                                                         and np.allclose(a[2], pr.origin))])
         if not sweeps:
             continue
         check_candidates(grid, subtree(parents, pr.name), [w[3] for w in sweeps])
@@ -367,6 +371,26 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
         pr.type, pr.axis, pr.origin, pr.limits = type_, axis, origin, limits
         pr.info["changed_by_validity"] = True
     return grid
+
+
+def _sweeps(alternatives) -> list:
+    """(score, alternative, opposite?, Candidate) of each alternative (probability, axis, origin, type, limits)
+    swept over its reach (a revolute part at most 90 deg) in its own opening direction and in the opposite one."""
+    from kinemesh.articulation.candidates import Candidate
+
+    sweeps = []
+    for alt in alternatives:
+        prob, axis, origin, type_, limits = alt
+        lo, hi = limits or (0.0, 0.5 * np.pi)
+        reach = max(abs(lo), abs(hi))
+        if type_ == "revolute":
+            reach = float(min(reach, 0.5 * np.pi))
+        if reach < 1e-6:
+            continue
+        s = 1.0 if abs(hi) >= abs(lo) else -1.0  # limits are along the alternative's own axis
+        sweeps.append((prob, alt, False, Candidate(type_, axis, origin, (0.0, s * reach), 0, 1)))
+        sweeps.append((prob, alt, True, Candidate(type_, axis, origin, (0.0, -s * reach), 0, 1)))
+    return sweeps
 
 
 def _rest_contact(part: Part, parent: Part, size: float, seed: int = 0, tol: float = CONTACT_TOL):
