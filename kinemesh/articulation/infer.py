@@ -11,7 +11,8 @@ and returns one :class:`PartPrediction` per part except the root. Steps:
    over ``SAMPLINGS`` surface samplings of every part, test-time sampling); with the validity
    check, a lever (an elongated part touching its parent near one end, ``lever_length``) read as sliding
    across its length is decoded as turning (``lever_turns``), and so is a large upright panel read as sliding
-   along its normal (``door_turns``: a door), about a line in its plane;
+   along its normal (``door_turns``: a door), about a line in its plane; a button on the root (``button_axis``)
+   read as fixed moves as its more probable movable type (``FIXED_BUTTONS``);
 3. optional validity check (``check_validity``): among the network's axis-class / sign alternatives the
    most probable one whose sweep (in either opening direction) neither collides nor detaches is kept
    (:mod:`kinemesh.geometry.validity`, swept per-sample test), one the part's shape allows first (a panel
@@ -79,6 +80,7 @@ DOUBLE = True  # a double door's leaves hinge on their far edges (``_double_door
 LEVERS = True  # validity picks a lever's pivot across its length first (``lever_length``)
 LEVER_TURNS = True  # a lever read as sliding across its length turns instead (``lever_turns``)
 DOORS_TURN = True  # an upright panel read as sliding along its normal turns instead (``door_turns``)
+FIXED_BUTTONS = True  # a button on the root that the network reads as fixed moves (see ``articulate``)
 DOOR_SIZE = 0.3  # door_turns: the panel's largest side is at least this x the object's largest side
 ROUND_AXES = True  # a round part moves along or about its axis of symmetry (``round_axis``)
 HINGE_SIDES = True  # validity picks a panel's hinge on a side its shape allows first (``hinge_sides``)
@@ -105,8 +107,8 @@ class PartPrediction:
 
     def type_from(self) -> str:
         """Where the motion type came from: "prompt" (a text prompt's verb), "shape: <rule>" when a decoding
-        rule set it from the part's shape (a door, a lever, a knob, a wheel, a part that slides out of its
-        parent), else the predictor's ``info["source"]`` ("observed motion", "heuristic"), else "network".
+        rule set it from the part's shape (a door, a lever, a button, a knob, a wheel, a part that slides out of
+        its parent), else the predictor's ``info["source"]`` ("observed motion", "heuristic"), else "network".
         ``confidence`` stays the predictor's own."""
         i = self.info
         if i.get("type_from_prompt"):
@@ -149,7 +151,8 @@ def object_extent(parts: list[Part]) -> tuple[float, float]:
     return float(np.max(np.ptp(allv, axis=0))), float(allv[:, 2].min())
 
 
-def part_tree(parts: list[Part], n_samples: int | None = None, seed: int = 0) -> tuple[str, dict[str, str], np.ndarray]:
+def part_tree(parts: list[Part], n_samples: int | None = None,
+              seed: int = 0) -> tuple[str, dict[str, str], np.ndarray]:
     """Root part, parent of every other part, and the pairwise surface distance matrix (m).
 
     Root = largest box volume among the parts reaching the object's bottom, or a part ``ROOT_ABOVE_WHEELS`` x
@@ -270,6 +273,13 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
         if door or lever:
             forced = "revolute"
             r = decode(out, b, box, center, scale, forced)
+        # a button on the root read as fixed moves: its more probable movable type (no real part is fixed)
+        button = (forced is None and r.type == "fixed" and FIXED_BUTTONS and check_validity
+                  and parents[p.name] == root and button_axis(p, by[root], size, seed) is not None)
+        if button:
+            turns = r.type_probs[TYPES.index("revolute")] >= r.type_probs[TYPES.index("prismatic")]
+            forced = "revolute" if turns else "prismatic"
+            r = decode(out, b, box, center, scale, forced)
         # movable alternatives of the predicted type (or a prompt's verb), scored P(type) x P(axis, sign) x P(cell)
         pt = 1.0 if forced else float(r.type_probs[TYPES.index(r.type)])
         alts = [] if r.type == "fixed" else [(pt * q, axis, origin, r.type, lim) for q, axis, origin, lim in
@@ -283,7 +293,8 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
         preds[p.name] = PartPrediction(p.name, r.type, r.axis, r.origin, None if r.type == "fixed" else r.limits,
                                        parents[p.name], r.confidence, p.label,
                                        {"type_probs": [float(x) for x in r.type_probs], "scale": scale,
-                                        "type_from_shape": "door" if door else "lever" if lever else None,
+                                        "type_from_shape": ("door" if door else "lever" if lever
+                                                            else "button" if button else None),
                                         "type_from_prompt": p.name in (force_types or {}),
                                         "slide_travel": max(abs(slide[0]), abs(slide[1])),
                                         "alternatives": sorted(alts, key=lambda a: -a[0])})
