@@ -357,6 +357,42 @@ def test_validity_picks_a_hinge_on_a_side_the_panel_allows(monkeypatch):
     assert axis_angle_error_deg(_decode_two([body, door], flap, side, probs=(0.6, 0.02)).axis, [0, 1, 0]) < 1e-6
 
 
+def test_validity_tries_improbable_hinges_on_allowed_sides_when_none_rated_sweeps_free(monkeypatch):
+    """The tall narrow door of the test above, read as a flap hinged along its bottom edge (0.6, sweeps free);
+    the network's one line on a long side runs down the door's middle (0.3: half the door sweeps into the
+    carcass), and its line on the left long edge is improbable (0.02). No line it rates hinges the panel on an
+    allowed side and sweeps free, so its improbable lines on those sides are swept too (``HINGE_VALID``; two
+    cabinet doors of fold 1): the left edge is taken. Without the rule the flap stays."""
+    from kinemesh.articulation import infer
+    from kinemesh.articulation.infer import _choose_valid
+
+    t = 0.02
+    body = _part("body", ([0, -0.2, 0], [0.5, 0.2, t]), ([0, -0.2, 1.0 - t], [0.5, 0.2, 1.0]),
+                 ([0, -0.2, 0], [0.5, -0.2 + t, 1.0]), ([0, 0.2 - t, 0], [0.5, 0.2, 1.0]),
+                 ([0.5 - t, -0.2, 0], [0.5, 0.2, 1.0]))
+    door = _part("door", ([-0.02, -0.2, 0.0], [0.0, 0.2, 1.0]))
+    up = np.array([0.0, 0.0, 1.0])
+    lines = [(0.6, np.array([0.0, 1.0, 0.0]), np.array([-0.02, 0.0, 0.0])),  # bottom edge: a flap
+             (0.3, up, np.array([-0.01, 0.0, 0.5])),  # the door's middle
+             (0.02, up, np.array([-0.02, -0.2, 0.5]))]  # its left long edge
+
+    def decode():
+        alts = [(p, a, o, "revolute", (0.0, 1.5)) for p, a, o in lines]
+        pr = PartPrediction("door", "revolute", lines[0][1].copy(), lines[0][2].copy(), (0.0, 1.5), "body", 0.6,
+                            "", {"alternatives": alts})
+        _choose_valid([body, door], "body", {"door": "body"}, {"door": pr})
+        return pr
+
+    pr = decode()
+    assert axis_angle_error_deg(pr.axis, up) < 1e-6
+    assert axis_line_distance(pr.origin, pr.axis, lines[2][2], up) < 1e-6
+    middle = [v for v in pr.info["validity"] if abs(v["score"] - 0.3) < 1e-9]
+    assert middle and not any(v["valid"] for v in middle)  # the middle line collides both ways
+    monkeypatch.setattr(infer, "HINGE_VALID", False)
+    pr = decode()
+    assert axis_angle_error_deg(pr.axis, [0, 1, 0]) < 1e-6  # the flap stays
+
+
 def test_validity_picks_a_lever_pivot_across_its_length(monkeypatch):
     """An eyeglass temple: a 14 cm bar touching the frame only at its front end, read as twisting about its own
     length (the failure on a category the network never saw); the network's second alternative pivots it about

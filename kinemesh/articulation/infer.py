@@ -85,6 +85,7 @@ DOOR_SIZE = 0.3  # door_turns: the panel's largest side is at least this x the o
 ROUND_AXES = True  # a round part moves along or about its axis of symmetry (``round_axis``)
 HINGE_SIDES = True  # validity picks a panel's hinge on a side its shape allows first (``hinge_sides``)
 HINGE_ANY = True  # ... among all the network's lines when every line it rates is on a side the shape rules out
+HINGE_VALID = True  # ... or when none it rates on an allowed side sweeps free
 SAMPLINGS = 4  # the network's outputs averaged over this many surface samplings of each part
 SLAB = True  # revolute panels' hinge lines move to the middle of their slab (``_snap_to_slab``)
 SLIDE_OUT = (0.4, 0.5, 0.8)  # slide out: one box face covered by the parent on <= [0] of its footprint, the other
@@ -374,6 +375,16 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
                 return across and admissible_hinge(panel, a)
 
             pick = next((w for w in sweeps if w[3].valid and fits(w[1][1])), pick)
+            if (HINGE_VALID and panel is not None and in_panel_plane(panel, pr.axis)
+                    and not (pick[3].valid and fits(pick[1][1]))):
+                # no line the network rates hinges the panel on a side its shape allows and sweeps free: its
+                # lines on those sides are tried too, however improbable (as HINGE_ANY, after the sweep)
+                tried = {id(a) for a in alts}
+                more = _sweeps([a for a in pr.info["alternatives"] if id(a) not in tried and a[3] == pr.type
+                                and in_panel_plane(panel, a[1]) and fits(a[1])])
+                if more:
+                    check_candidates(grid, subtree(parents, pr.name), [w[3] for w in more])
+                    pick = next((w for w in sorted(more, key=lambda w: -w[0]) if w[3].valid), pick)
         if pick is None or (pick[1] is top and not pick[2]):
             continue
         _, axis, origin, type_, limits = pick[1]
