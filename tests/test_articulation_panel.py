@@ -353,7 +353,9 @@ def test_validity_picks_a_hinge_on_a_side_the_panel_allows(monkeypatch):
     # by the shape, so its lines on the allowed sides are tried too (``HINGE_ANY``; a tall cabinet door in fold 1)
     pr = _decode_two([body, door], flap, side, probs=(0.6, 0.02))
     assert axis_angle_error_deg(pr.axis, [0, 0, 1]) < 1e-6
-    monkeypatch.setattr(infer, "HINGE_ANY", False)
+    monkeypatch.setattr(infer, "HINGE_ANY", False)  # HINGE_VALID, after the sweep, still finds the long side
+    assert axis_angle_error_deg(_decode_two([body, door], flap, side, probs=(0.6, 0.02)).axis, [0, 0, 1]) < 1e-6
+    monkeypatch.setattr(infer, "HINGE_VALID", False)
     assert axis_angle_error_deg(_decode_two([body, door], flap, side, probs=(0.6, 0.02)).axis, [0, 1, 0]) < 1e-6
 
 
