@@ -144,6 +144,12 @@ def test_press_buttons_slides_small_parts_into_their_parent_along_their_thinnest
     b = preds["button"]
     assert axis_angle_error_deg(b.axis, [0, 0, -1]) < 1e-6 and b.limits == (0.0, 0.004) and "button" in b.info
     assert np.allclose(preds["slab"].axis, [1, 0, 0]) and "button" not in preds["slab"].info
+    # read pressed in already, but with limits that pull it 3 mm out of the body: pressed in only (BUTTON_LIMITS)
+    preds = {"button": PartPrediction("button", "prismatic", np.array([0.0, 0.0, -1.0]), np.zeros(3), (-0.003, 0.001),
+                                      "body", 0.9)}
+    _press_buttons([body, button], preds)
+    assert np.allclose(preds["button"].axis, [0, 0, -1]) and preds["button"].limits == (0.0, 0.003)
+    assert preds["button"].info["button"] == {"limits": [-0.003, 0.001]}
 
 
 def test_turn_knobs_never_hangs_a_knob_from_its_own_cap():

@@ -80,6 +80,7 @@ DOUBLE = True  # a double door's leaves hinge on their far edges (``_double_door
 LEVERS = True  # validity picks a lever's pivot across its length first (``lever_length``)
 LEVER_TURNS = True  # a lever read as sliding across its length turns instead (``lever_turns``)
 DOORS_TURN = True  # an upright panel read as sliding along its normal turns instead (``door_turns``)
+BUTTON_LIMITS = True  # a button already pressed inwards gets limits (0, travel) too (``_press_buttons``)
 FIXED_BUTTONS = True  # a button on the root that the network reads as fixed moves (see ``articulate``)
 DOOR_SIZE = 0.3  # door_turns: the panel's largest side is at least this x the object's largest side
 ROUND_AXES = True  # a round part moves along or about its axis of symmetry (``round_axis``)
@@ -983,7 +984,8 @@ def button_axis(part: Part, parent: Part, size: float, seed: int = 0) -> np.ndar
 def _press_buttons(parts, preds, seed: int = 0) -> None:
     """Decoding rule: a predicted prismatic part that :func:`button_axis` finds to be a button slides into its
     parent along its thinnest box axis (axis replaced, limits (0, the predicted travel)); the network, on
-    categories it never saw, slid buttons along the surface they sit in. No validity check: a pressed button
+    categories it never saw, slid buttons along the surface they sit in. A button already read as pressed
+    inwards keeps its axis, and with ``BUTTON_LIMITS`` limits that would pull it out become (0, travel). No validity check: a pressed button
     goes into its parent's mesh, which real assets rarely hollow out."""
     by = {p.name: p for p in parts}
     size = object_extent(parts)[0]
@@ -991,9 +993,14 @@ def _press_buttons(parts, preds, seed: int = 0) -> None:
         if pr.type != "prismatic" or pr.parent not in by or pr.info.get("slid_out"):
             continue
         a = button_axis(by[pr.name], by[pr.parent], size, seed)
-        if a is None or float(a @ pr.axis) >= np.cos(np.radians(10.0)):
-            continue  # no button, or already pressed inwards
+        if a is None:
+            continue
         travel = max(abs(x) for x in (pr.limits or (0.0, 0.0))) or 0.01 * size
+        if float(a @ pr.axis) >= np.cos(np.radians(10.0)):  # already pressed inwards: never pulled out
+            if BUTTON_LIMITS and pr.limits is not None and pr.limits[0] < 0.0:
+                pr.info["button"] = {"limits": [float(x) for x in pr.limits]}
+                pr.limits = (0.0, travel)
+            continue
         pr.info["button"] = {"axis": [float(x) for x in pr.axis]}
         pr.axis, pr.limits = a, (0.0, travel)
 
