@@ -985,8 +985,8 @@ def _press_buttons(parts, preds, seed: int = 0) -> None:
     """Decoding rule: a predicted prismatic part that :func:`button_axis` finds to be a button slides into its
     parent along its thinnest box axis (axis replaced, limits (0, the predicted travel)); the network, on
     categories it never saw, slid buttons along the surface they sit in. A button already read as pressed
-    inwards keeps its axis, and with ``BUTTON_LIMITS`` limits that would pull it out become (0, travel). No validity check: a pressed button
-    goes into its parent's mesh, which real assets rarely hollow out."""
+    inwards keeps its axis, and with ``BUTTON_LIMITS`` limits that would pull it out become (0, travel). No
+    validity check: a pressed button goes into its parent's mesh, which real assets rarely hollow out."""
     by = {p.name: p for p in parts}
     size = object_extent(parts)[0]
     for pr in preds.values():
