@@ -390,6 +390,8 @@ def test_validity_tries_improbable_hinges_on_allowed_sides_when_none_rated_sweep
     assert axis_line_distance(pr.origin, pr.axis, lines[2][2], up) < 1e-6
     middle = [v for v in pr.info["validity"] if abs(v["score"] - 0.3) < 1e-9]
     assert middle and not any(v["valid"] for v in middle)  # the middle line collides both ways
+    edge = [v for v in pr.info["validity"] if abs(v["score"] - 0.02) < 1e-9]
+    assert edge and any(v["valid"] for v in edge)  # the improbable sweeps are recorded with the rated ones
     monkeypatch.setattr(infer, "HINGE_VALID", False)
     pr = decode()
     assert axis_angle_error_deg(pr.axis, [0, 1, 0]) < 1e-6  # the flap stays

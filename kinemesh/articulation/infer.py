@@ -361,8 +361,7 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
             continue
         check_candidates(grid, subtree(parents, pr.name), [w[3] for w in sweeps])
         sweeps.sort(key=lambda w: -w[0])  # stable: the network's own answer wins ties
-        pr.info["validity"] = [dict(w[3].info, valid=w[3].valid, score=w[0], type=w[1][3], opposite=w[2])
-                               for w in sweeps]
+        pr.info["validity"] = _sweep_records(sweeps)
         pick = next((w for w in sweeps if w[3].valid), None)
         if pick is not None and pr.type == "revolute" and (HINGE_SIDES or LEVERS):
             # a valid line the part's shape allows comes first: a panel's hinge on a long or upright side, a
@@ -385,7 +384,9 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
                                 and in_panel_plane(panel, a[1]) and fits(a[1])])
                 if more:
                     check_candidates(grid, subtree(parents, pr.name), [w[3] for w in more])
-                    pick = next((w for w in sorted(more, key=lambda w: -w[0]) if w[3].valid), pick)
+                    more.sort(key=lambda w: -w[0])
+                    pr.info["validity"] += _sweep_records(more)
+                    pick = next((w for w in more if w[3].valid), pick)
         if pick is None or (pick[1] is top and not pick[2]):
             continue
         _, axis, origin, type_, limits = pick[1]
@@ -414,6 +415,12 @@ def _sweeps(alternatives) -> list:
         sweeps.append((prob, alt, False, Candidate(type_, axis, origin, (0.0, s * reach), 0, 1)))
         sweeps.append((prob, alt, True, Candidate(type_, axis, origin, (0.0, -s * reach), 0, 1)))
     return sweeps
+
+
+def _sweep_records(sweeps) -> list[dict]:
+    """``info["validity"]`` entries of checked :func:`_sweeps`: the sweep's validity measures, score, type and
+    direction."""
+    return [dict(w[3].info, valid=w[3].valid, score=w[0], type=w[1][3], opposite=w[2]) for w in sweeps]
 
 
 def _rest_contact(part: Part, parent: Part, size: float, seed: int = 0, tol: float = CONTACT_TOL):
