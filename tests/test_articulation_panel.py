@@ -582,3 +582,125 @@ def test_a_button_on_the_body_read_as_fixed_moves_a_knob_on_a_door_stays_fixed(m
     assert pr["door"].type == "fixed"  # a door is no button
     monkeypatch.setattr(infer, "FIXED_BUTTONS", False)
     assert read()["button"].type == "fixed"
+
+
+def test_a_square_lid_read_as_turning_about_its_normal_turns_about_a_line_in_its_plane(monkeypatch):
+    """The axis rule of ``articulate`` (``LIDS_HINGE``, ``broad_panel``): a chest's square lid that the
+    network, on a category it never saw, reads as turning about its normal (spinning flat on the box, fold 1's
+    dishwasher 12414) turns about a line in its plane, a hinge. A round lid (a turntable, a cap) keeps turning
+    about its normal; a long thin blade and a small square button are no broad panels. The network here is a
+    stand-in whose type and axis heads say "turn about the box axis nearest z"."""
+    import torch
+
+    from kinemesh.articulation import infer
+    from kinemesh.articulation.candidates import part_box
+    from kinemesh.articulation.infer import articulate, broad_panel
+    from kinemesh.articulation.predictor import ArticulationNet, PredictorConfig
+    from kinemesh.data.articulated import ArticulatedObject, Joint
+
+    t = 0.02
+    chest = _part("chest", ([0, -0.4, 0], [0.5, 0.4, t]), ([0, -0.4, 0], [t, 0.4, 0.5]),
+                  ([0.5 - t, -0.4, 0], [0.5, 0.4, 0.5]), ([0, -0.4, 0], [0.5, -0.4 + t, 0.5]),
+                  ([0, 0.4 - t, 0], [0.5, 0.4, 0.5]))
+    lid = _part("lid", ([0.0, -0.4, 0.5], [0.5, 0.4, 0.52]))
+    disc = trimesh.creation.cylinder(radius=0.24, height=0.02, sections=64)
+    disc.apply_translation([0.25, 0.0, 0.51])
+    round_lid = Part("lid", np.asarray(disc.vertices), np.asarray(disc.faces))
+    assert broad_panel(lid, 0.8) is not None
+    assert broad_panel(round_lid, 0.8) is None  # round: may spin in its plane
+    assert broad_panel(_part("blade", ([0, 0, 0.5], [0.6, 0.05, 0.505])), 0.8) is None  # long and thin
+    assert broad_panel(_part("button", ([0, 0, 0.5], [0.05, 0.05, 0.51])), 0.8) is None  # small
+    monkeypatch.setattr(infer, "CAPS", False)  # (a round lid on a squat chest would lift off: ``_caps``)
+
+    cfg = PredictorConfig()
+    torch.manual_seed(0)
+    inner = ArticulationNet(cfg).eval()
+
+    def read(top):
+        k = int(np.argmax(np.abs(part_box(top.vertices, top.name).axes @ [0.0, 0.0, 1.0])))
+
+        class Spins(torch.nn.Module):  # the heads read "revolute, about the box axis k (the normal)"
+            config = cfg
+
+            def forward(self, points, box_feat):
+                out = dict(inner(points, box_feat))
+                out["type"] = torch.tensor([[0.0, 10.0, 0.0]]).expand(len(points), 3)
+                logits = torch.full((len(points), 3), 5.0)
+                logits[:, k] = 10.0
+                out["axis_cls"] = logits
+                out["axis_res"] = torch.zeros_like(out["axis_res"])
+                return out
+
+        obj = ArticulatedObject([chest, top], [Joint("j", "fixed", "chest", "lid", np.array([0.0, 0.0, 1.0]),
+                                                     np.zeros(3))], "chest", "chest")
+        return {p.name: p for p in articulate(obj, net=Spins(), seed=0)}["lid"]
+
+    pr = read(lid)
+    assert pr.type == "revolute" and abs(pr.axis[2]) < 1e-6  # a hinge in the lid's plane
+    assert pr.info["hinged_in_plane"]
+    pr = read(round_lid)
+    assert pr.type == "revolute" and abs(pr.axis[2]) > 0.99 and not pr.info["hinged_in_plane"]  # a turntable
+    monkeypatch.setattr(infer, "LIDS_HINGE", False)
+    assert abs(read(lid).axis[2]) > 0.99  # without the rule the lid spins flat
+
+
+def test_a_flat_round_part_read_as_sliding_sideways_lifts_along_its_axis_a_hinged_one_stays(monkeypatch):
+    """``FLAT_LIFT``: a flat round part (a bottle's disc-shaped cap, 8 cm across, 8 mm thick: too flat for
+    ``round_axis``'s round parts) read as sliding across its face slides along its axis instead, away from the
+    bottle (fold 4: three bottle caps read as sliding sideways). Read as turning about a line across it (a
+    hinged porthole door or trash-can lid, as the synthetic objects have), it keeps its predicted line."""
+    import trimesh
+
+    from kinemesh.articulation import infer
+    from kinemesh.articulation.infer import _round_parts, round_axis
+
+    bottle = _part("bottle", ([-0.04, -0.04, 0.0], [0.04, 0.04, 0.2]))
+    m = trimesh.creation.cylinder(radius=0.04, height=0.008, sections=48)
+    m.apply_translation([0.0, 0.0, 0.204])
+    cap = Part("cap", np.asarray(m.vertices), np.asarray(m.faces))
+    assert round_axis(cap) is None and round_axis(cap, flat=True) is not None
+
+    def decoded(type_, axis):
+        pr = PartPrediction("cap", type_, np.asarray(axis, float), np.array([0.0, 0.04, 0.2]), (0.0, 0.05),
+                            "bottle", 0.9, "", {})
+        _round_parts([bottle, cap], {"cap": pr})
+        return pr
+
+    pr = decoded("prismatic", [0.0, 1.0, 0.0])
+    assert pr.axis[2] > 1 - 1e-6 and np.allclose(pr.origin, [0.0, 0.0, 0.204], atol=1e-3)  # lifts off
+    pr = decoded("revolute", [1.0, 0.0, 0.0])
+    assert np.allclose(pr.axis, [1.0, 0.0, 0.0]) and np.allclose(pr.origin, [0.0, 0.04, 0.2])  # a hinge stays
+    monkeypatch.setattr(infer, "FLAT_LIFT", False)
+    assert np.allclose(decoded("prismatic", [0.0, 1.0, 0.0]).axis, [0.0, 1.0, 0.0])
+
+
+def test_a_cap_twists_off_a_tall_bottle_and_a_lid_lifts_off_a_squat_pot():
+    """``CAPS`` / ``_caps``: a round part with an upright axis covering its parent's top twists off a parent
+    at least 1.3 times as tall as wide (a bottle's cap: it turns without limits about its axis, whatever the
+    network read) and lifts off a squat one (a pot's lid slides up along its axis). A small round button on
+    the pot's lid is no cap (it covers less than half the width of what it sits on)."""
+    import trimesh
+
+    from kinemesh.articulation.infer import _caps
+
+    def disc(name, r, h, z):
+        m = trimesh.creation.cylinder(radius=r, height=h, sections=48)
+        m.apply_translation([0.0, 0.0, z + h / 2])
+        return Part(name, np.asarray(m.vertices), np.asarray(m.faces))
+
+    def read(parent, top, type_, axis):
+        pr = PartPrediction(top.name, type_, np.asarray(axis, float), np.zeros(3), (0.0, 0.02), parent.name,
+        0.9,
+                            "", {"slide_travel": 0.01})
+        _caps([parent, top], {top.name: pr})
+        return pr
+
+    bottle, cap = disc("bottle", 0.04, 0.25, 0.0), disc("cap", 0.035, 0.02, 0.25)
+    pr = read(bottle, cap, "prismatic", [0.0, 0.0, 1.0])  # read as lifting off
+    assert pr.type == "revolute" and abs(pr.axis[2]) > 1 - 1e-9 and pr.limits == (-np.pi, np.pi)
+    assert np.allclose(pr.origin, [0.0, 0.0, 0.26], atol=1e-3) and pr.type_from() == "shape: cap"
+    pot, lid = disc("pot", 0.15, 0.15, 0.0), disc("lid", 0.14, 0.01, 0.15)
+    pr = read(pot, lid, "revolute", [0.0, 0.0, 1.0])  # read as turning
+    assert pr.type == "prismatic" and pr.axis[2] > 1 - 1e-9 and np.allclose(pr.limits, (0.0, 0.01))
+    knob = disc("knob", 0.015, 0.01, 0.16)
+    assert read(lid, knob, "revolute", [1.0, 0.0, 0.0]).type_from() == "network"

@@ -80,3 +80,31 @@ def test_slide_out_refines_the_axis_and_the_type_of_a_solid_part_only():
     preds = {"drawer": _pred("drawer", "prismatic", [-1, 0.05, 0], 0.1)}
     _slide_out([body, drawer], preds)
     assert "slid_out" not in preds["drawer"].info and preds["drawer"].limits == (0.0, 0.3)
+
+
+def test_a_shallow_drawer_read_as_turning_slides_out_when_no_turn_sweeps_free(monkeypatch):
+    """``STUCK_SLIDES``: a shallow drawer (12 cm tall, 46 x 74 cm: a panel by its box) in the carcass, read as
+    turning, slides out of the open front when every turn the validity check swept collides (fold 1's cabinet
+    45746: a wide drawer read as turning, its sweeps 46-93 % in collision). A turn that swept free keeps it
+    turning (a door or a flap), as does a panel no sweep was tried for."""
+    from kinemesh.articulation import infer
+
+
+    body = _carcass()
+    tray = _part("drawer", ([0.0, -0.37, 0.3], [0.46, 0.37, 0.42]))
+    assert infer.panel_box(tray) is not None
+
+    def read(swept):
+        pr = _pred("drawer", "revolute", [0, 1, 0], 0.2)
+        if swept is not None:
+            pr.info["validity"] = [{"valid": v, "collision": 0.0 if v else 0.5} for v in swept]
+        _slide_out([body, tray], {"drawer": pr})
+        return pr
+
+    pr = read([False, False, False])
+    assert pr.type == "prismatic" and axis_angle_error_deg(pr.axis, [-1, 0, 0]) < 1.0 and pr.axis[0] < 0
+    assert pr.info["slid_out"]["from"] == "revolute" and pr.type_from() == "shape: slides out"
+    assert read([False, True]).type == "revolute"  # one turn sweeps free: it turns
+    assert read(None).type == "revolute"  # nothing swept: the shape alone does not overrule a panel's turn
+    monkeypatch.setattr(infer, "STUCK_SLIDES", False)
+    assert read([False, False, False]).type == "revolute"

@@ -11,8 +11,10 @@ and returns one :class:`PartPrediction` per part except the root. Steps:
    over ``SAMPLINGS`` surface samplings of every part, test-time sampling); with the validity
    check, a lever (an elongated part touching its parent near one end, ``lever_length``) read as sliding
    across its length is decoded as turning (``lever_turns``), and so is a large upright panel read as sliding
-   along its normal (``door_turns``: a door), about a line in its plane; a button on the root (``button_axis``)
-   read as fixed moves as its more probable movable type (``FIXED_BUTTONS``);
+   along its normal (``door_turns``: a door), about a line in its plane; a broad square-ish panel read as
+   turning about its normal turns about a line in its plane too (``broad_panel``: a lid, ``LIDS_HINGE``); a
+   button on the root (``button_axis``) read as fixed moves as its more probable movable type
+   (``FIXED_BUTTONS``);
 3. optional validity check (``check_validity``): among the network's axis-class / sign alternatives the
    most probable one whose sweep (in either opening direction) neither collides nor detaches is kept
    (:mod:`kinemesh.geometry.validity`, swept per-sample test), one the part's shape allows first (a panel
@@ -33,9 +35,11 @@ and returns one :class:`PartPrediction` per part except the root. Steps:
    in its carcass, a dishwasher rack in its tub, a blade in its handle) slides out of the open side
    (``_slide_out`` / ``slide_out``), whatever axis (or, for a part that is no panel, type) was predicted;
 7. also with ``check_validity``, round parts (``_round_parts`` / ``round_axis``: a circular outline, neither
-   flat nor long: caps, lids, knobs, round buttons) move along or about their axis of symmetry, with their
-   predicted type; small parts predicted to slide slide into their parent along their
-   thinnest side (``_press_buttons`` / ``button_axis``: buttons are pressed, not slid along the surface);
+   flat nor long: caps, lids, knobs, round buttons; flat ones too when read as sliding) move along or about
+   their axis of symmetry, with their predicted type; a round part covering its parent's top twists off a tall
+   parent and lifts off a squat one (``_caps``: a bottle's cap, a pot's lid); small parts predicted to slide
+   slide into their parent along their thinnest side (``_press_buttons`` / ``button_axis``: buttons are
+   pressed, not slid along the surface);
    knobs (``_turn_knobs`` / ``knob_axis``: small parts on a fixed part with a circular outline about a box
    axis, standing out along it by a fifth of their diameter or more: oven knobs, dials, caps) turn without
    limits about that axis through the circle's centre, whatever their predicted type, axis and origin;
@@ -83,6 +87,12 @@ DOORS_TURN = True  # an upright panel read as sliding along its normal turns ins
 BUTTON_LIMITS = True  # a button already pressed inwards gets limits (0, travel) too (``_press_buttons``)
 FIXED_BUTTONS = True  # a button on the root that the network reads as fixed moves (see ``articulate``)
 DOOR_SIZE = 0.3  # door_turns: the panel's largest side is at least this x the object's largest side
+STUCK_SLIDES = True  # _slide_out: a panel read as turning, enclosed, that no swept turn frees, slides out too
+FLAT_LIFT = True  # _round_parts: a flat round part read as sliding slides along its axis too
+CAPS = True  # a round part covering its parent's top twists off a tall parent, lifts off a squat one
+CAP = (0.5, 1.3)  # ... its diameter >= [0] x the parent's width; tall: parent height >= [1] x its width
+LIDS_HINGE = True  # a broad square-ish panel read as turning about its normal turns about a line in its plane
+BROAD = 0.35  # ... (``broad_panel``): its middle side is at least this x its largest one
 ROUND_AXES = True  # a round part moves along or about its axis of symmetry (``round_axis``)
 HINGE_SIDES = True  # validity picks a panel's hinge on a side its shape allows first (``hinge_sides``)
 HINGE_ANY = True  # ... among all the network's lines when every line it rates is on a side the shape rules out
@@ -109,13 +119,13 @@ class PartPrediction:
 
     def type_from(self) -> str:
         """Where the motion type came from: "prompt" (a text prompt's verb), "shape: <rule>" when a decoding
-        rule set it from the part's shape (a door, a lever, a button, a knob, a wheel, a part that slides out of
-        its parent), else the predictor's ``info["source"]`` ("observed motion", "heuristic"), else "network".
-        ``confidence`` stays the predictor's own."""
+        rule set it from the part's shape (a door, a lever, a button, a knob, a wheel, a cap or lid, a part
+        that slides out of its parent), else the predictor's ``info["source"]`` ("observed motion",
+        "heuristic"), else "network". ``confidence`` stays the predictor's own."""
         i = self.info
         if i.get("type_from_prompt"):
             return "prompt"
-        for rule in ("wheel", "knob"):
+        for rule in ("wheel", "knob", "cap"):
             if i.get(rule):
                 return f"shape: {rule}"
         if i.get("slid_out") and i["slid_out"].get("from") != self.type:
@@ -284,13 +294,18 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
             r = decode(out, b, box, center, scale, forced)
         # movable alternatives of the predicted type (or a prompt's verb), scored P(type) x P(axis, sign) x P(cell)
         pt = 1.0 if forced else float(r.type_probs[TYPES.index(r.type)])
+        lid = False
         alts = [] if r.type == "fixed" else [(pt * q, axis, origin, r.type, lim) for q, axis, origin, lim in
                                              alternatives(out, b, box, center, scale, r.type, cells=ORIGIN_CELLS)]
-        if door:  # a door turns about a line in its plane, not about its normal
-            panel = panel_box(p)
+        # a door, and a broad square-ish panel read as turning (a lid), turns about a line in its plane, never
+        # about its normal
+        panel = (panel_box(p) if door else broad_panel(p, size, seed)
+                 if LIDS_HINGE and check_validity and r.type == "revolute" else None)
+        if panel is not None:
             alts = [a for a in alts if in_panel_plane(panel, a[1])] or alts
             if not in_panel_plane(panel, r.axis):
                 _, r.axis, r.origin, _, r.limits = alts[0]
+                lid = not door
         slide = alternatives(out, b, box, center, scale, "prismatic")[0][3]  # the prismatic head's limits (m)
         preds[p.name] = PartPrediction(p.name, r.type, r.axis, r.origin, None if r.type == "fixed" else r.limits,
                                        parents[p.name], r.confidence, p.label,
@@ -299,6 +314,7 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
                                                             else "button" if button else None),
                                         "type_from_prompt": p.name in (force_types or {}),
                                         "slide_travel": max(abs(slide[0]), abs(slide[1])),
+                                        "hinged_in_plane": lid,
                                         "alternatives": sorted(alts, key=lambda a: -a[0])})
     if check_validity:
         grid = _choose_valid(parts, root, parents, preds)
@@ -313,6 +329,8 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
             _snap_to_contact(parts, parents, preds, grid, seed=seed)
         if ROUND_AXES:
             _round_parts(parts, preds, seed=seed)
+        if CAPS:
+            _caps(parts, preds, seed=seed)
         _press_buttons(parts, preds, seed=seed)
         if KNOBS:
             _turn_knobs(parts, preds, seed=seed)
@@ -494,15 +512,22 @@ def slide_out(part: Part, parent: Part, seed: int = 0, box=None) -> np.ndarray |
     return (1.0 if s else -1.0) * box.axes[k]
 
 
+def _stuck(pr: PartPrediction) -> bool:
+    """Whether every turn :func:`_choose_valid` swept for ``pr`` collides or detaches (and it swept some)."""
+    swept = pr.info.get("validity") or []
+    return bool(swept) and not any(w["valid"] for w in swept)
+
+
 def _slide_out(parts, preds, seed: int = 0) -> None:
     """Decoding refinement: a predicted prismatic part, or a predicted revolute one that is no panel (thinnest
-    box side > ``PANEL_THIN`` x its middle one: a door or lid is one), that its parent encloses with one face
-    open (:func:`slide_out`) slides out of that face: axis its outward normal, origin the box centre, limits
-    (0, travel), travel ``SLIDE_OUT[2]`` x the part's depth along the axis or the network's prismatic travel
-    if longer (the limits of the 30 enclosed real training slides are 0.84 x the depth at the median, 0.72 at
-    the lower quartile). Physical reason: the parent's walls stop every other slide, and the network reads
-    drawers as sliding sideways, or as turning, where the box alone does not name the front (a drawer as deep
-    as it is wide)."""
+    box side > ``PANEL_THIN`` x its middle one: a door or lid is one) or is a panel that no turn frees
+    (``STUCK_SLIDES``: every turn :func:`_choose_valid` swept collides or detaches: a shallow drawer, walled
+    in, read as turning), that its parent encloses with one face open (:func:`slide_out`) slides out of that
+    face: axis its outward normal, origin the box centre, limits (0, travel), travel ``SLIDE_OUT[2]`` x the
+    part's depth along the axis or the network's prismatic travel if longer (the limits of the 30 enclosed
+    real training slides are 0.84 x the depth at the median, 0.72 at the lower quartile). Physical reason: the
+    parent's walls stop every other slide, and the network reads drawers as sliding sideways, or as turning,
+    where the box alone does not name the front (a drawer as deep as it is wide)."""
     from kinemesh.articulation.candidates import part_box
 
     by = {p.name: p for p in parts}
@@ -512,7 +537,7 @@ def _slide_out(parts, preds, seed: int = 0) -> None:
         part = by[pr.name]
         box = part_box(part.vertices, part.name)
         e = np.sort(box.extents)
-        if pr.type == "revolute" and e[0] <= PANEL_THIN * e[1]:
+        if pr.type == "revolute" and e[0] <= PANEL_THIN * e[1] and not (STUCK_SLIDES and _stuck(pr)):
             continue
         out = slide_out(part, by[pr.parent], seed, box=box)
         if out is None or (pr.type == "prismatic" and float(np.asarray(pr.axis) @ out) > np.cos(np.radians(10.0))):
@@ -672,6 +697,25 @@ def door_turns(part: Part, raw, size: float) -> bool:
     normal = box.axes[n]
     return (abs(normal[2]) <= 0.3 and float(box.extents.max()) >= DOOR_SIZE * size
             and abs(np.asarray(raw.axis, float) @ normal) >= np.cos(np.radians(30.0)))
+
+
+def broad_panel(part: Part, size: float, seed: int = 0):
+    """``part``'s :func:`panel_box` when it is a broad panel that does not spin in its plane: its largest side
+    ``DOOR_SIZE`` x ``size`` (the object's largest side, m) or more, its middle side ``BROAD`` x the largest
+    or more (not a blade), and its outline about its normal not a circle (:func:`outline_spreads` >
+    ``ROUND[0]``: not a cap, a wheel or a turntable). Else None.
+
+    On data/real_train such parts are doors, lids and flaps: all 92 that turn, turn about a line in their
+    plane (outline spread 0.089 or more); the 17 broad panels that turn about their normal are round (spread
+    0.027 or less: caps, wheels, microwave turntables) and the four long thin ones are knife and scissor
+    blades."""
+    panel = panel_box(part)
+    if panel is None:
+        return None
+    e = np.sort(panel[0].extents)
+    if e[2] < DOOR_SIZE * size or e[1] < BROAD * e[2]:
+        return None
+    return panel if outline_spreads(part, seed)[1][panel[1]] > ROUND[0] else None
 
 
 def admissible_hinge(panel, axis: np.ndarray) -> bool:
@@ -924,7 +968,7 @@ def knob_axis(part: Part, size: float, seed: int = 0) -> tuple[np.ndarray, np.nd
     return None if best is None else (box.axes[best[1]].copy(), box.center.copy())
 
 
-def round_axis(part: Part, seed: int = 0) -> tuple[np.ndarray, np.ndarray] | None:
+def round_axis(part: Part, seed: int = 0, flat: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
     """(axis (3,) unit, the circle's centre (3,) m) when ``part``'s outline about a box axis is a circle
     (:func:`outline_spreads` <= ``ROUND[0]``) and the part is neither flat nor long along that axis (height /
     diameter in ``ROUND[1]``..``ROUND[2]``): a cap, a lid, a knob, a round button, a wheel. Else None.
@@ -939,7 +983,7 @@ def round_axis(part: Part, seed: int = 0) -> tuple[np.ndarray, np.ndarray] | Non
     k = int(np.argmin(spread))
     u, v = perpendicular_axes(k)
     d = max(box.extents[u], box.extents[v])
-    if spread[k] > ROUND[0] or not ROUND[1] <= box.extents[k] / max(d, 1e-12) <= ROUND[2]:
+    if spread[k] > ROUND[0] or not (0.0 if flat else ROUND[1]) <= box.extents[k] / max(d, 1e-12) <= ROUND[2]:
         return None
     return box.axes[k].copy(), box.center.copy()
 
@@ -949,12 +993,17 @@ def _round_parts(parts, preds, seed: int = 0) -> None:
     symmetry, with its predicted type and limits: a turning one about the axis through the circle's centre, a
     sliding one along it, away from its parent (a lid lifts off; ``_press_buttons`` then presses small ones
     in). The network, on bottles and pots it never saw, turned caps and lifted lids about or along a line
-    across them."""
+    across them. With ``FLAT_LIFT`` a flat round part (height / diameter below ``ROUND[1]``) read as sliding
+    slides along its axis too: on data/real_train all 30 flat round movable parts move along or about their
+    axis (bottle caps, oven knobs, microwave turntables); a flat one read as turning keeps its line (the
+    synthetic porthole doors and trash-can lids are hinged)."""
     by = {p.name: p for p in parts}
     for pr in preds.values():
         if pr.type == "fixed" or pr.parent not in by:
             continue
         found = round_axis(by[pr.name], seed)
+        if found is None and FLAT_LIFT and pr.type == "prismatic":
+            found = round_axis(by[pr.name], seed, flat=True)  # a flat round part slides along its axis too
         if found is None:
             continue
         a, centre = found
@@ -967,6 +1016,38 @@ def _round_parts(parts, preds, seed: int = 0) -> None:
             a = -a
         pr.info["round"] = {"axis": np.asarray(pr.axis, float).tolist()}
         pr.axis, pr.origin = a, centre
+
+
+def _caps(parts, preds, seed: int = 0) -> None:
+    """Decoding rule: a movable round part (:func:`round_axis`, flat ones too) with an upright axis that sits
+    on top of its parent and covers it (diameter ``CAP[0]`` x the parent's width or more) is a cap or a lid:
+    on a tall parent (height ``CAP[1]`` x its width or more: a bottle, a jar) it twists off, turning without
+    limits about its axis; on a squat one (a pot, a tub) it lifts off along its axis. On data/real_train all
+    16 such parts move so (11 bottle caps twist on parents 1.39-3.50 times as tall as wide; two bottle lids
+    and four pot lids lift off parents 0.39-1.25 times); the network, on bottles and pots it never saw (fold
+    4), reads caps as lifting and pot lids as turning."""
+    by = {p.name: p for p in parts}
+    for pr in preds.values():
+        if pr.type == "fixed" or pr.parent not in by:
+            continue
+        part, parent = by[pr.name], by[pr.parent]
+        found = round_axis(part, seed, flat=True)
+        if found is None or abs(found[0][2]) < 0.9:
+            continue
+        lo, hi = part.vertices.min(0), part.vertices.max(0)
+        plo, phi = parent.vertices.min(0), parent.vertices.max(0)
+        width = float(max(phi[:2] - plo[:2]))
+        if lo[2] < phi[2] - 0.3 * (hi[2] - lo[2]) or max(hi[:2] - lo[:2]) < CAP[0] * width:
+            continue
+        tall = phi[2] - plo[2] >= CAP[1] * width
+        pr.info["cap"] = {"from": pr.type, "axis": [float(x) for x in pr.axis]}
+        axis = np.array([0.0, 0.0, 1.0])
+        if tall:
+            pr.type, pr.limits = "revolute", (-np.pi, np.pi)
+        elif pr.type != "prismatic" or pr.limits is None or float(np.asarray(pr.axis) @ axis) < 0.99:
+            travel = max(pr.info.get("slide_travel", 0.0), float(hi[2] - lo[2]))
+            pr.type, pr.limits = "prismatic", (0.0, travel)
+        pr.axis, pr.origin = axis, found[1]
 
 
 def button_axis(part: Part, parent: Part, size: float, seed: int = 0) -> np.ndarray | None:
