@@ -676,9 +676,10 @@ def test_a_flat_round_part_read_as_sliding_sideways_lifts_along_its_axis_a_hinge
 
 def test_a_cap_twists_off_a_tall_bottle_and_a_lid_lifts_off_a_squat_pot():
     """``CAPS`` / ``_caps``: a round part with an upright axis covering its parent's top twists off a parent
-    at least 1.3 times as tall as wide (a bottle's cap: it turns without limits about its axis, whatever the
-    network read) and lifts off a squat one (a pot's lid slides up along its axis). A small round button on
-    the pot's lid is no cap (it covers less than half the width of what it sits on)."""
+    at least 1.3 times as tall as wide (a bottle's cap, read as lifting: it turns without limits about its
+    axis) and lifts off a squat one (a pot's lid, read as turning about its axis, slides up along it). A lid
+    read as hinged about a line across it keeps its hinge (``CAPS_KEEP_HINGE``: a trash can's lid). A small
+    round button on the pot's lid is no cap (it covers less than half the width of what it sits on)."""
     import trimesh
 
     from kinemesh.articulation.infer import _caps
@@ -704,3 +705,5 @@ def test_a_cap_twists_off_a_tall_bottle_and_a_lid_lifts_off_a_squat_pot():
     assert pr.type == "prismatic" and pr.axis[2] > 1 - 1e-9 and np.allclose(pr.limits, (0.0, 0.01))
     knob = disc("knob", 0.015, 0.01, 0.16)
     assert read(lid, knob, "revolute", [1.0, 0.0, 0.0]).type_from() == "network"
+    pr = read(pot, lid, "revolute", [1.0, 0.0, 0.0])  # read as hinged about a line across it: a trash can's lid
+    assert pr.type == "revolute" and np.allclose(pr.axis, [1.0, 0.0, 0.0]) and pr.type_from() == "network"
