@@ -35,6 +35,32 @@ def _door(handle_lo, handle_hi, y=(-0.4, 0.4)) -> Part:
     return _part("door", ([-0.02, y[0], 0.0], [0.0, y[1], 0.8]), (handle_lo, handle_hi))
 
 
+def _stand_in(type_logits, k: int):
+    """A stand-in predictor (the real network's other heads, seed 0) whose type head reads ``type_logits``
+    (fixed, revolute, prismatic) and whose axis head reads the part's box axis ``k``."""
+    import torch
+
+    from kinemesh.articulation.predictor import ArticulationNet, PredictorConfig
+
+    cfg = PredictorConfig()
+    torch.manual_seed(0)
+    inner = ArticulationNet(cfg).eval()
+
+    class StandIn(torch.nn.Module):
+        config = cfg
+
+        def forward(self, points, box_feat):
+            out = dict(inner(points, box_feat))
+            out["type"] = torch.tensor([list(type_logits)]).expand(len(points), 3)
+            logits = torch.full((len(points), 3), 5.0)
+            logits[:, k] = 10.0
+            out["axis_cls"] = logits
+            out["axis_res"] = torch.zeros_like(out["axis_res"])
+            return out
+
+    return StandIn()
+
+
 def test_handle_on_top_gives_bottom_hinge():
     body = _carcass()
     door = _door([-0.06, -0.2, 0.72], [-0.02, 0.2, 0.75])  # bar along the top edge: a drop-down flap
@@ -451,11 +477,9 @@ def test_a_door_read_as_sliding_along_its_normal_turns_about_a_line_in_its_plane
     saw, reads as sliding out along its normal (a microwave door in fold 1) turns instead, about a line in its
     plane (its hinge), not about its normal. A sliding door (along its plane), a small button and a lid lying flat
     keep sliding. The network here is a stand-in whose type and axis heads say "slide along the normal"."""
-    import torch
-
     from kinemesh.articulation import infer
     from kinemesh.articulation.infer import articulate, door_turns
-    from kinemesh.articulation.predictor import ArticulationNet, PredictorConfig, RawPrediction, part_features
+    from kinemesh.articulation.predictor import PredictorConfig, RawPrediction, part_features
     from kinemesh.data.articulated import ArticulatedObject, Joint
 
     body, door = _carcass(), _door([-0.06, 0.3, 0.2], [-0.02, 0.34, 0.6])  # handle near the +Y edge
@@ -475,30 +499,17 @@ def test_a_door_read_as_sliding_along_its_normal_turns_about_a_line_in_its_plane
     box = part_features([(body.vertices, body.faces), (door.vertices, door.faces)], 1, np.random.default_rng(0),
                         cfg, "door")[2]
     k = int(np.argmax(np.abs(box.axes @ [1.0, 0.0, 0.0])))  # the door's normal among its box axes
-    torch.manual_seed(0)
-    inner = ArticulationNet(cfg).eval()
-
-    class Slides(torch.nn.Module):  # the heads read "prismatic, along the box axis k (the normal)"
-        config = cfg
-
-        def forward(self, points, box_feat):
-            out = dict(inner(points, box_feat))
-            out["type"] = torch.tensor([[0.0, 0.0, 10.0]]).expand(len(points), 3)
-            logits = torch.full((len(points), 3), 5.0)
-            logits[:, k] = 10.0
-            out["axis_cls"] = logits
-            out["axis_res"] = torch.zeros_like(out["axis_res"])
-            return out
+    slides = _stand_in([0.0, 0.0, 10.0], k)  # the heads read "prismatic, along the box axis k (the normal)"
 
     obj = ArticulatedObject([body, door], [Joint("j", "fixed", "body", "door", np.array([0.0, 0.0, 1.0]), np.zeros(3))], "cabinet", "cabinet")
-    pr = {p.name: p for p in articulate(obj, net=Slides(), seed=0)}["door"]
+    pr = {p.name: p for p in articulate(obj, net=slides, seed=0)}["door"]
     assert pr.type == "revolute" and abs(pr.axis @ [1.0, 0.0, 0.0]) < 1e-6  # a hinge in the door's plane
     assert pr.info["type_from_shape"] == "door" and pr.to_dict()["type_from"] == "shape: door"
     monkeypatch.setattr(infer, "DOORS_TURN", False)
-    pr = {p.name: p for p in articulate(obj, net=Slides(), seed=0)}["door"]
+    pr = {p.name: p for p in articulate(obj, net=slides, seed=0)}["door"]
     assert pr.type == "prismatic" and abs(pr.axis @ [1.0, 0.0, 0.0]) > 0.99  # without the rule it slides out
     assert pr.type_from() == "network"
-    pr = {p.name: p for p in articulate(obj, net=Slides(), seed=0, force_types={"door": "revolute"})}["door"]
+    pr = {p.name: p for p in articulate(obj, net=slides, seed=0, force_types={"door": "revolute"})}["door"]
     assert pr.type == "revolute" and pr.type_from() == "prompt"  # a prompt's verb
 
 
@@ -590,12 +601,9 @@ def test_a_square_lid_read_as_turning_about_its_normal_turns_about_a_line_in_its
     dishwasher 12414) turns about a line in its plane, a hinge. A round lid (a turntable, a cap) keeps turning
     about its normal; a long thin blade and a small square button are no broad panels. The network here is a
     stand-in whose type and axis heads say "turn about the box axis nearest z"."""
-    import torch
-
     from kinemesh.articulation import infer
     from kinemesh.articulation.candidates import part_box
     from kinemesh.articulation.infer import articulate, broad_panel
-    from kinemesh.articulation.predictor import ArticulationNet, PredictorConfig
     from kinemesh.data.articulated import ArticulatedObject, Joint
 
     t = 0.02
@@ -612,28 +620,12 @@ def test_a_square_lid_read_as_turning_about_its_normal_turns_about_a_line_in_its
     assert broad_panel(_part("button", ([0, 0, 0.5], [0.05, 0.05, 0.51])), 0.8) is None  # small
     monkeypatch.setattr(infer, "CAPS", False)  # (a round lid on a squat chest would lift off: ``_caps``)
 
-    cfg = PredictorConfig()
-    torch.manual_seed(0)
-    inner = ArticulationNet(cfg).eval()
-
     def read(top):
         k = int(np.argmax(np.abs(part_box(top.vertices, top.name).axes @ [0.0, 0.0, 1.0])))
-
-        class Spins(torch.nn.Module):  # the heads read "revolute, about the box axis k (the normal)"
-            config = cfg
-
-            def forward(self, points, box_feat):
-                out = dict(inner(points, box_feat))
-                out["type"] = torch.tensor([[0.0, 10.0, 0.0]]).expand(len(points), 3)
-                logits = torch.full((len(points), 3), 5.0)
-                logits[:, k] = 10.0
-                out["axis_cls"] = logits
-                out["axis_res"] = torch.zeros_like(out["axis_res"])
-                return out
-
+        spins = _stand_in([0.0, 10.0, 0.0], k)  # the heads read "revolute, about the box axis k (the normal)"
         obj = ArticulatedObject([chest, top], [Joint("j", "fixed", "chest", "lid", np.array([0.0, 0.0, 1.0]),
                                                      np.zeros(3))], "chest", "chest")
-        return {p.name: p for p in articulate(obj, net=Spins(), seed=0)}["lid"]
+        return {p.name: p for p in articulate(obj, net=spins, seed=0)}["lid"]
 
     pr = read(lid)
     assert pr.type == "revolute" and abs(pr.axis[2]) < 1e-6  # a hinge in the lid's plane
