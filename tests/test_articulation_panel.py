@@ -699,3 +699,37 @@ def test_a_cap_twists_off_a_tall_bottle_and_a_lid_lifts_off_a_squat_pot():
     assert read(lid, knob, "revolute", [1.0, 0.0, 0.0]).type_from() == "network"
     pr = read(pot, lid, "revolute", [1.0, 0.0, 0.0])  # read as hinged about a line across it: a trash can's lid
     assert pr.type == "revolute" and np.allclose(pr.axis, [1.0, 0.0, 0.0]) and pr.type_from() == "network"
+
+
+def test_a_flap_read_as_sliding_turns_about_the_edge_it_touches_its_parent_along(monkeypatch):
+    """The type rule of ``articulate`` (``FLAPS_TURN``, ``flap_turns``): a box's flap stored open, touching the
+    box along one edge only, that the network reads as sliding in its plane (fold 2's cardboard boxes) turns,
+    and the hinge goes on that edge (``panel_hinge``'s contact strip). A panel touching its parent elsewhere
+    than along an edge (a drawer front's whole back) is no flap. The network is a stand-in whose heads read
+    "slide along the box axis nearest x" (along the flap's edge)."""
+    from kinemesh.articulation import infer
+    from kinemesh.articulation.candidates import part_box
+    from kinemesh.articulation.infer import articulate, flap_turns
+    from kinemesh.articulation.predictor import RawPrediction
+    from kinemesh.data.articulated import ArticulatedObject, Joint
+
+    body, flap = _open_box()
+    raw = RawPrediction("prismatic", np.array([0.0, 0.1, 0.9]), np.array([1.0, 0.0, 0.0]), np.zeros(3),
+                        (0.0, 0.1), 0.9, 0, 1)
+    assert flap_turns(flap, body, raw, 0.6)
+    front = _part("front", ([-0.25, -0.22, 0.05], [0.25, -0.2, 0.25]))  # flat against the box's -y wall
+    assert not flap_turns(front, body, raw, 0.6)
+
+    k = int(np.argmax(np.abs(part_box(flap.vertices, flap.name).axes @ [1.0, 0.0, 0.0])))
+    obj = ArticulatedObject([body, flap], [Joint("j", "fixed", "body", "flap", np.array([0.0, 0.0, 1.0]),
+                                                 np.zeros(3))], "box", "box")
+
+    def read():
+        return {p.name: p for p in articulate(obj, net=_stand_in([0.0, 0.0, 10.0], k), seed=0)}["flap"]
+
+    pr = read()
+    assert pr.type == "revolute" and pr.type_from() == "shape: flap"
+    assert axis_angle_error_deg(pr.axis, [1, 0, 0]) < 1.0
+    assert axis_line_distance(pr.origin, pr.axis, [0, 0.2, 0.3], [1, 0, 0]) < 0.02  # on the edge it touches
+    monkeypatch.setattr(infer, "FLAPS_TURN", False)
+    assert read().type == "prismatic"

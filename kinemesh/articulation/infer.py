@@ -11,7 +11,8 @@ and returns one :class:`PartPrediction` per part except the root. Steps:
    over ``SAMPLINGS`` surface samplings of every part, test-time sampling); with the validity
    check, a lever (an elongated part touching its parent near one end, ``lever_length``) read as sliding
    across its length is decoded as turning (``lever_turns``), and so is a large upright panel read as sliding
-   along its normal (``door_turns``: a door), about a line in its plane; a broad square-ish panel read as
+   along its normal (``door_turns``: a door), about a line in its plane, and so is a panel read as sliding that
+   touches its parent along one edge only (``flap_turns``: a box flap); a broad square-ish panel read as
    turning about its normal turns about a line in its plane too (``broad_panel``: a lid, ``LIDS_HINGE``); a
    button on the root (``button_axis``) read as fixed moves as its more probable movable type
    (``FIXED_BUTTONS``);
@@ -92,6 +93,7 @@ FLAT_LIFT = True  # _round_parts: a flat round part read as sliding slides along
 CAPS = True  # a round part covering its parent's top twists off a tall parent, lifts off a squat one
 CAPS_KEEP_HINGE = True  # ... but one read as hinged about a line across it keeps its hinge (a trash can's lid)
 CAP = (0.5, 1.3)  # ... its diameter >= [0] x the parent's width; tall: parent height >= [1] x its width
+FLAPS_TURN = True  # a panel read as sliding that touches its parent along one edge turns (``flap_turns``)
 LIDS_HINGE = True  # a broad square-ish panel read as turning about its normal turns about a line in its plane
 BROAD = 0.35  # ... (``broad_panel``): its middle side is at least this x its largest one
 ROUND_AXES = True  # a round part moves along or about its axis of symmetry (``round_axis``)
@@ -283,7 +285,9 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
         door = forced is None and DOORS_TURN and check_validity and door_turns(p, r, size)
         lever = (not door and forced is None and LEVER_TURNS and check_validity
                  and lever_turns(p, by[parents[p.name]], r, size, seed))
-        if door or lever:
+        flap = (not (door or lever) and forced is None and FLAPS_TURN and check_validity
+                and flap_turns(p, by[parents[p.name]], r, size, seed))
+        if door or lever or flap:
             forced = "revolute"
             r = decode(out, b, box, center, scale, forced)
         # a button on the root read as fixed moves: its more probable movable type (no real part is fixed)
@@ -300,19 +304,20 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
                                              alternatives(out, b, box, center, scale, r.type, cells=ORIGIN_CELLS)]
         # a door, and a broad square-ish panel read as turning (a lid), turns about a line in its plane, never
         # about its normal
-        panel = (panel_box(p) if door else broad_panel(p, size, seed)
+        panel = (panel_box(p) if door or flap else broad_panel(p, size, seed)
                  if LIDS_HINGE and check_validity and r.type == "revolute" else None)
         if panel is not None:
             alts = [a for a in alts if in_panel_plane(panel, a[1])] or alts
             if not in_panel_plane(panel, r.axis):
                 _, r.axis, r.origin, _, r.limits = alts[0]
-                lid = not door
+                lid = not (door or flap)
         slide = alternatives(out, b, box, center, scale, "prismatic")[0][3]  # the prismatic head's limits (m)
         preds[p.name] = PartPrediction(p.name, r.type, r.axis, r.origin, None if r.type == "fixed" else r.limits,
                                        parents[p.name], r.confidence, p.label,
                                        {"type_probs": [float(x) for x in r.type_probs], "scale": scale,
                                         "type_from_shape": ("door" if door else "lever" if lever
-                                                            else "button" if button else None),
+                                                            else "flap" if flap else "button" if button
+                                                            else None),
                                         "type_from_prompt": p.name in (force_types or {}),
                                         "slide_travel": max(abs(slide[0]), abs(slide[1])),
                                         "hinged_in_plane": lid,
@@ -782,6 +787,34 @@ def handle_centroid(coords: np.ndarray, extents: np.ndarray, n: int, outer: floa
     return np.array([centre[np.flatnonzero(sel) // grid] @ w, centre[np.flatnonzero(sel) % grid] @ w])
 
 
+def contact_strips(panel, C: np.ndarray) -> list[tuple[int, int]]:
+    """The (k, o) box-axis pairs of a panel (``panel``: its :func:`panel_box`) along whose edge its rest contact
+    ``C`` (m, 3) with its parent lies as a strip (``STRIP``): the contact spans ``STRIP[0]`` of the panel along
+    axis k or more, ``STRIP[1]`` of it across (axis o) or less, off centre across by ``STRIP[2]`` of the
+    half-side or more (a box flap, a laptop lid, a partly open door). [] for fewer than 8 contact samples."""
+    from kinemesh.articulation.candidates import perpendicular_axes
+
+    box, n = panel
+    if len(C) < 8:
+        return []
+    e, Cb = box.extents, box.to_box(C)
+    u, v = perpendicular_axes(n)
+    return [(k, o) for k, o in ((u, v), (v, u)) if np.ptp(Cb[:, k]) >= STRIP[0] * e[k]
+            and np.ptp(Cb[:, o]) <= STRIP[1] * e[o] and abs(Cb[:, o].mean()) >= STRIP[2] * 0.5 * e[o]]
+
+
+def flap_turns(part: Part, parent: Part, raw, size: float, seed: int = 0) -> bool:
+    """Whether a part the network reads as sliding (``raw``: its :func:`decode` answer) is a flap that turns
+    instead: a panel (:func:`panel_box`) whose rest contact with ``parent`` is a strip along one edge
+    (:func:`contact_strips`). On data/real_train 26 of the 29 movable panels touching their parent so turn
+    about that edge (box flaps, laptop lids, partly open doors); two knife blades turn about their normal and
+    one table part slides."""
+    if raw.type != "prismatic":
+        return False
+    panel = panel_box(part)
+    return panel is not None and bool(contact_strips(panel, _rest_contact(part, parent, size, seed)[2]))
+
+
 def panel_hinge(part: Part, parent: Part, attached: list[Part], axis: np.ndarray, origin: np.ndarray,
                 size: float, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray, str]]:
     """Hinge lines of a revolute panel (door, lid, flap: thinnest box side <= ``PANEL_THIN`` x its middle
@@ -820,12 +853,9 @@ def panel_hinge(part: Part, parent: Part, attached: list[Part], axis: np.ndarray
     in_plane = in_panel_plane(panel, a)
     u, v = perpendicular_axes(n)
     pts, ref, C, _ = _rest_contact(part, parent, size, seed)
-    if len(C) >= 8:
-        Cb = box.to_box(C)
-        for k, o in ((u, v), (v, u)):
-            if (np.ptp(Cb[:, k]) >= STRIP[0] * e[k] and np.ptp(Cb[:, o]) <= STRIP[1] * e[o]
-                    and abs(Cb[:, o].mean()) >= STRIP[2] * 0.5 * e[o] and (in_plane or e[k] >= e[o])):
-                return [(box.axes[k].copy(), C.mean(0), "contact strip")]
+    for k, o in contact_strips(panel, C):
+        if in_plane or e[k] >= e[o]:
+            return [(box.axes[k].copy(), C.mean(0), "contact strip")]
     if not in_plane:
         return []
     outer = 1.0 if (box.center - ref.mean(0)) @ box.axes[n] >= 0 else -1.0
