@@ -702,11 +702,11 @@ def test_a_cap_twists_off_a_tall_bottle_and_a_lid_lifts_off_a_squat_pot():
 
 
 def test_a_flap_read_as_sliding_turns_about_the_edge_it_touches_its_parent_along(monkeypatch):
-    """The type rule of ``articulate`` (``FLAPS_TURN``, ``flap_turns``): a box's flap stored open, touching the
-    box along one edge only, that the network reads as sliding in its plane (fold 2's cardboard boxes) turns,
-    and the hinge goes on that edge (``panel_hinge``'s contact strip). A panel touching its parent elsewhere
-    than along an edge (a drawer front's whole back) is no flap. The network is a stand-in whose heads read
-    "slide along the box axis nearest x" (along the flap's edge)."""
+    """The type rule of ``articulate`` (``FLAPS_TURN``, ``flap_turns``): a box's flap stored open, touching
+    the box along one edge only, that the network reads as sliding in its plane (fold 2's cardboard boxes)
+    turns, and the hinge goes on that edge (``panel_hinge``'s contact strip). A panel touching its parent
+    elsewhere than along an edge (a drawer front's whole back) is no flap. The network is a stand-in whose
+    heads read "slide along the box axis nearest x" (along the flap's edge)."""
     from kinemesh.articulation import infer
     from kinemesh.articulation.candidates import part_box
     from kinemesh.articulation.infer import articulate, flap_turns

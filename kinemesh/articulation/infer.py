@@ -8,14 +8,13 @@ and returns one :class:`PartPrediction` per part except the root. Steps:
    their parent: a handle touches its door, a door its carcass), from surface samples dense enough on big
    parts (``TREE_SPACING``) that a button touching a panel finds the panel nearer than its neighbour button;
 2. the network predicts type, axis, origin, limits and a confidence per part (batched; its outputs averaged
-   over ``SAMPLINGS`` surface samplings of every part, test-time sampling); with the validity
-   check, a lever (an elongated part touching its parent near one end, ``lever_length``) read as sliding
-   across its length is decoded as turning (``lever_turns``), and so is a large upright panel read as sliding
-   along its normal (``door_turns``: a door), about a line in its plane, and so is a panel read as sliding that
-   touches its parent along one edge only (``flap_turns``: a box flap); a broad square-ish panel read as
-   turning about its normal turns about a line in its plane too (``broad_panel``: a lid, ``LIDS_HINGE``); a
-   button on the root (``button_axis``) read as fixed moves as its more probable movable type
-   (``FIXED_BUTTONS``);
+   over ``SAMPLINGS`` surface samplings of every part, test-time sampling); with the validity check, a lever
+   (an elongated part touching its parent near one end, ``lever_length``) read as sliding across its length is
+   decoded as turning (``lever_turns``), and so is a large upright panel read as sliding along its normal
+   (``door_turns``: a door), about a line in its plane, and so is a panel read as sliding that touches its
+   parent along one edge only (``flap_turns``: a box flap); a broad square-ish panel read as turning about its
+   normal turns about a line in its plane too (``broad_panel``: a lid, ``LIDS_HINGE``); a button on the root
+   (``button_axis``) read as fixed moves as its more probable movable type (``FIXED_BUTTONS``);
 3. optional validity check (``check_validity``): among the network's axis-class / sign alternatives the
    most probable one whose sweep (in either opening direction) neither collides nor detaches is kept
    (:mod:`kinemesh.geometry.validity`, swept per-sample test), one the part's shape allows first (a panel
@@ -788,10 +787,11 @@ def handle_centroid(coords: np.ndarray, extents: np.ndarray, n: int, outer: floa
 
 
 def contact_strips(panel, C: np.ndarray) -> list[tuple[int, int]]:
-    """The (k, o) box-axis pairs of a panel (``panel``: its :func:`panel_box`) along whose edge its rest contact
-    ``C`` (m, 3) with its parent lies as a strip (``STRIP``): the contact spans ``STRIP[0]`` of the panel along
-    axis k or more, ``STRIP[1]`` of it across (axis o) or less, off centre across by ``STRIP[2]`` of the
-    half-side or more (a box flap, a laptop lid, a partly open door). [] for fewer than 8 contact samples."""
+    """The (k, o) box-axis pairs of a panel (``panel``: its :func:`panel_box`) along whose edge its rest
+    contact ``C`` (m, 3) with its parent lies as a strip (``STRIP``): the contact spans ``STRIP[0]`` of the
+    panel along axis k or more, ``STRIP[1]`` of it across (axis o) or less, off centre across by ``STRIP[2]``
+    of the half-side or more (a box flap, a laptop lid, a partly open door). [] for fewer than 8 contact
+    samples."""
     from kinemesh.articulation.candidates import perpendicular_axes
 
     box, n = panel
