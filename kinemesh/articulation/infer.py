@@ -1002,7 +1002,8 @@ def knob_axis(part: Part, size: float, seed: int = 0) -> tuple[np.ndarray, np.nd
 def round_axis(part: Part, seed: int = 0, flat: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
     """(axis (3,) unit, the circle's centre (3,) m) when ``part``'s outline about a box axis is a circle
     (:func:`outline_spreads` <= ``ROUND[0]``) and the part is neither flat nor long along that axis (height /
-    diameter in ``ROUND[1]``..``ROUND[2]``): a cap, a lid, a knob, a round button, a wheel. Else None.
+    diameter in ``ROUND[1]``..``ROUND[2]``): a cap, a lid, a knob, a round button, a wheel. Else None. With
+    ``flat`` flat parts count too (height / diameter from 0 to ``ROUND[2]``: a disc-shaped cap, a turntable).
 
     On data/real_train all 210 such movable parts slide along or turn about their axis of symmetry (caps and
     jar lids turn, pot lids lift, buttons are pressed, knobs and wheels turn); of all 245 round ones only two
