@@ -232,6 +232,34 @@ def test_exported_urdf_and_mjcf_load_and_move_in_mujoco(tmp_path):
     assert np.all(np.abs(data.qpos) > 0.01)
 
 
+def test_mjcf_export_of_a_zero_thickness_flap_loads_in_mujoco(tmp_path):
+    """A real cardboard box's flaps are single sheets (all vertices in one plane), which MuJoCo refuses as
+    meshes (`kinemesh articulate` on one failed): the MJCF export gives such a part a second copy of its
+    vertices 0.001 x the object's diagonal along its normal; the flap still turns on its motor."""
+    import mujoco
+
+    from kinemesh.articulation.export import write_mjcf
+    from kinemesh.data.articulated import ArticulatedObject, Joint, Part
+    from kinemesh.errors import KinemeshError
+    from kinemesh.synth.mjcf import articulated_to_mjcf
+
+    box = trimesh.creation.box(bounds=[[-0.2, -0.2, 0.0], [0.2, 0.2, 0.3]])
+    sheet = np.array([[-0.2, 0.2, 0.3], [0.2, 0.2, 0.3], [0.2, 0.4, 0.3], [-0.2, 0.4, 0.3]])
+    flap = Part("flap", sheet, np.array([[0, 1, 2], [0, 2, 3]]))
+    obj = ArticulatedObject([Part("box", np.asarray(box.vertices), np.asarray(box.faces)), flap],
+                            [Joint("hinge", "revolute", "box", "flap", np.array([1.0, 0.0, 0.0]),
+                                   np.array([0.0, 0.2, 0.3]), (0.0, 2.0))], "box", "box")
+    with pytest.raises(KinemeshError, match="coplanar"):
+        articulated_to_mjcf(obj)
+    model = mujoco.MjModel.from_xml_path(str(write_mjcf(obj, tmp_path / "object.xml")))
+    data = mujoco.MjData(model)
+    data.ctrl[:] = 1.0
+    for _ in range(200):
+        mujoco.mj_step(model, data)
+    assert data.qpos[0] > 0.01
+    assert len(obj.part("flap").vertices) == 4  # the object itself is left as it was
+
+
 # ---------------------------------------------------------------------------------------------- predictor + CLI
 def test_predictor_shipped_weights_and_cli(tmp_path):
     from kinemesh.articulation.predictor import DEFAULT_WEIGHTS

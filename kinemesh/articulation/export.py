@@ -74,8 +74,11 @@ def collision_free_limits(obj: ArticulatedObject, steps: int = 24) -> list[str]:
 
 
 def write_mjcf(obj: ArticulatedObject, path: str | os.PathLike) -> Path:
-    """Self-contained MJCF (meshes inlined) with a motor per movable joint."""
+    """Self-contained MJCF (meshes inlined) with a motor per movable joint. A flat part (a zero-thickness
+    panel: a real cardboard box's flap) gets its vertices a second time 0.001 x the object's diagonal along
+    its normal (:func:`kinemesh.synth.real.thickened`): MuJoCo refuses coplanar meshes."""
     from kinemesh.synth.mjcf import MjcfOptions, articulated_to_mjcf
+    from kinemesh.synth.real import thickened
 
-    xml = articulated_to_mjcf(obj, MjcfOptions(gravity=False), actuators=True)
+    xml = articulated_to_mjcf(thickened(obj), MjcfOptions(gravity=False), actuators=True)
     return write_text(path, xml)
