@@ -253,6 +253,8 @@ def _rigid_scene(obj, parts, assignment, R, t, timestep):
     import mujoco
     import trimesh
 
+    from kinemesh.synth.real import thickened
+
     watertight = {}
     for p in parts:
         mesh = trimesh.Trimesh(p.vertices, p.faces, process=False)
@@ -269,7 +271,9 @@ def _rigid_scene(obj, parts, assignment, R, t, timestep):
         return {"inertia": exact if watertight[part.name] else mujoco.mjtMeshInertia.mjMESH_INERTIA_SHELL}
 
     spec = mujoco.MjSpec()
-    add_articulated(spec, obj, ("b_", "g_", "m_"), geom=geom, mesh=mesh,
+    # MuJoCo refuses flat meshes (a cardboard box's flaps): they get a second, offset layer for the simulation
+    # only; the recorded frames pose ``obj``'s own meshes
+    add_articulated(spec, thickened(obj), ("b_", "g_", "m_"), geom=geom, mesh=mesh,
                     joint=lambda j, part: {"damping": 0.02, "armature": 0.001},
                     helper_mass=1e-4, helper_inertia=1e-8, root_pose=(t, _quat_from_matrix(R)))
     return spec, {"mode": "rigid", "parts": [p.name for p in parts]}
