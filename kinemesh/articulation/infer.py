@@ -301,8 +301,8 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
         lid = False
         alts = [] if r.type == "fixed" else [(pt * q, axis, origin, r.type, lim) for q, axis, origin, lim in
                                              alternatives(out, b, box, center, scale, r.type, cells=ORIGIN_CELLS)]
-        # a door, and a broad square-ish panel read as turning (a lid), turns about a line in its plane, never
-        # about its normal
+        # a door or a flap (read as sliding, now turning), and a broad square-ish panel read as turning (a
+        # lid), turn about a line in their plane, never about their normal
         panel = (panel_box(p) if door or flap else broad_panel(p, size, seed)
                  if LIDS_HINGE and check_validity and r.type == "revolute" else None)
         if panel is not None:
