@@ -720,3 +720,63 @@ def test_a_flap_read_as_sliding_turns_about_the_edge_it_touches_its_parent_along
     assert axis_line_distance(pr.origin, pr.axis, [0, 0.2, 0.3], [1, 0, 0]) < 0.02  # on the edge it touches
     monkeypatch.setattr(infer, "FLAPS_TURN", False)
     assert read().type == "prismatic"
+
+
+def test_a_flat_button_read_as_a_dial_is_pressed_a_knob_keeps_turning(monkeypatch):
+    """The type rule of ``articulate`` (``FLAT_BUTTONS``, ``flat_button``): a small flat button on a camera's
+    top (3 x 2 cm, 5 mm thick) that the network reads as spinning about its normal, like a dial, is pressed
+    into the body along its normal instead (fold 3: the network trained without cameras read 18 camera
+    buttons so). A knob beside it (2.4 cm across, 1.2 cm tall: it stands out, it can be gripped) keeps
+    turning. The stand-in network reads every part "revolute, about the box axis nearest z"."""
+    from kinemesh.articulation import infer
+    from kinemesh.articulation.infer import articulate, flat_button
+    from kinemesh.data.articulated import ArticulatedObject, Joint
+
+    body = _part("body", ([0.0, 0.0, 0.0], [0.3, 0.1, 0.2]))
+    button = _part("button", ([0.05, 0.03, 0.2], [0.08, 0.05, 0.205]))
+    m = trimesh.creation.cylinder(radius=0.012, height=0.012, sections=48)
+    m.apply_translation([0.2, 0.05, 0.206])
+    knob = Part("knob", np.asarray(m.vertices), np.asarray(m.faces))
+    assert flat_button(button, body, np.array([0.0, 0.0, 1.0]), 0.3)
+    assert not flat_button(button, body, np.array([1.0, 0.0, 0.0]), 0.3)  # turning across it: not a dial
+    assert not flat_button(knob, body, np.array([0.0, 0.0, 1.0]), 0.3)  # not flat
+    joints = [Joint(f"j_{n}", "fixed", "body", n, np.array([0.0, 0.0, 1.0]), np.zeros(3))
+              for n in ("button", "knob")]
+    obj = ArticulatedObject([body, button, knob], joints, "camera", "camera")
+
+    def read():
+        return {p.name: p for p in articulate(obj, net=_stand_in([0.0, 10.0, 0.0], 2), seed=0)}
+
+    pr = read()
+    assert pr["button"].type == "prismatic" and pr["button"].type_from() == "shape: button"
+    assert pr["button"].axis @ [0.0, 0.0, -1.0] > 0.99  # pressed down into the body
+    assert pr["button"].limits[0] == 0.0 and pr["button"].limits[1] > 0.0
+    assert pr["knob"].type == "revolute" and abs(pr["knob"].axis[2]) > 0.99
+    monkeypatch.setattr(infer, "FLAT_BUTTONS", False)
+    assert read()["button"].type == "revolute"
+
+
+def test_a_lever_read_as_spinning_about_its_length_turns_across_it_at_its_end(monkeypatch):
+    """The axis rule of ``articulate`` (``LEVER_SPIN``, ``lever_spin``): an eyeglass temple (a 14 cm bar, 2 cm
+    tall, 1 cm thick, touching the frame at its front end) that the network reads as spinning about its own
+    length (fold 3's temples) turns about the axis across its length and the direction to the frame (here the
+    vertical), through its contact with the frame. The stand-in network reads every part "revolute, about the
+    box axis nearest x" (the temple's length)."""
+    from kinemesh.articulation import infer
+    from kinemesh.articulation.infer import articulate, lever_spin
+    from kinemesh.data.articulated import ArticulatedObject, Joint
+
+    frame = _part("frame", ([0.0, -0.07, 0.0], [0.02, 0.07, 0.04]))
+    temple = _part("temple", ([0.02, 0.055, 0.01], [0.16, 0.065, 0.03]))  # 1 cm thick: no panel
+    assert lever_spin(temple, frame, np.array([0.0, 0.0, 1.0]), 0.16) is None  # already across its length
+    joint = Joint("j", "fixed", "frame", "temple", np.array([0.0, 0.0, 1.0]), np.zeros(3))
+    obj = ArticulatedObject([frame, temple], [joint], "eyeglasses", "eyeglasses")
+
+    def read():
+        return {p.name: p for p in articulate(obj, net=_stand_in([0.0, 10.0, 0.0], 0), seed=0)}["temple"]
+
+    pr = read()
+    assert pr.type == "revolute" and abs(pr.axis[2]) > 0.99  # the hinge is vertical
+    assert abs(pr.origin[0] - 0.02) < 0.01 and abs(pr.origin[1] - 0.06) < 0.01  # at the front end
+    monkeypatch.setattr(infer, "LEVER_SPIN", False)
+    assert abs(read().axis[0]) > 0.99  # without the rule it spins about its length
