@@ -780,3 +780,24 @@ def test_a_lever_read_as_spinning_about_its_length_turns_across_it_at_its_end(mo
     assert abs(pr.origin[0] - 0.02) < 0.01 and abs(pr.origin[1] - 0.06) < 0.01  # at the front end
     monkeypatch.setattr(infer, "LEVER_SPIN", False)
     assert abs(read().axis[0]) > 0.99  # without the rule it spins about its length
+
+
+def test_a_handle_is_found_on_a_panel_whose_box_is_tilted():
+    """``handle_centroid`` with ``HANDLE_PLANE``: the minimum-volume box of a door with a long handle bar along one
+    edge can tilt a few degrees off the door's face (fold 4's refrigerator 12252: its outer face rises 0.08 m
+    across the 1.07 m door in the box frame). Measured from the median cell, the bar along the low edge then
+    rises less than a handle must (0.04 x the door's 1 m width) and nothing is found; measured from the plane
+    fitted to the face (``tilted``, which ``panel_hinge`` sets for upright panels with ``HANDLE_PLANE``), the bar
+    is found along that edge (the hinge goes on the opposite one)."""
+    rng = np.random.default_rng(0)
+    e = np.array([0.2, 1.0, 1.3])  # thin axis 0; in-plane u = axis 1, v = axis 2
+    uv = (rng.random((4000, 2)) - 0.5) * e[1:]
+    face = 0.05 - 0.07 * uv[:, 0]  # the outer face, tilted in the box frame: 7 cm higher at -u than at +u
+    bar = uv[:, 0] > 0.45  # a handle bar along the +u edge, 6 cm proud of the face
+    pts = np.column_stack([face + 0.06 * bar, uv])
+    h = handle_centroid(pts, e, 0, 1.0, tilted=True)
+    assert h is not None and h[0] > 0.8 and abs(h[1]) < 0.2  # at the +u edge, along its whole height
+    flat = np.column_stack([0.05 + 0.06 * bar, uv])  # the same door, its box not tilted: found as before
+    assert handle_centroid(flat, e, 0, 1.0, tilted=True)[0] > 0.8
+    assert handle_centroid(pts, e, 0, 1.0) is None  # measured from the median cell, the tilt hides the bar
+

@@ -91,6 +91,7 @@ BUTTON_LIMITS = True  # a button already pressed inwards gets limits (0, travel)
 FIXED_BUTTONS = True  # a button on the root that the network reads as fixed moves (see ``articulate``)
 FLAT_BUTTONS = True  # a flat button read as turning about its normal is pressed instead (``flat_button``)
 LEVER_SPIN = True  # a lever read as spinning about its length turns across it (``lever_spin``)
+HANDLE_PLANE = True  # panel_hinge: an upright panel's handle is sought above its tilted face (``_face_plane``)
 FLAT = 0.2  # ... flat: thinnest box side <= this x its largest (a knob stands out more, ``KNOB[1]``)
 DOOR_SIZE = 0.3  # door_turns: the panel's largest side is at least this x the object's largest side
 STUCK_SLIDES = True  # _slide_out: a panel read as turning, enclosed, that no swept turn frees, slides out too
@@ -809,24 +810,55 @@ def slab_middle(part: Part, parent: Part, size: float, seed: int = 0, panel=None
     return outer * 0.5 * (face - 0.5 * box.extents[n])
 
 
-def handle_centroid(coords: np.ndarray, extents: np.ndarray, n: int, outer: float, grid: int = 8):
+def handle_centroid(coords: np.ndarray, extents: np.ndarray, n: int, outer: float, grid: int = 8,
+                    tilted: bool = False):
     """Where a panel's handle sits: ``coords`` (m, 3) surface samples of the panel and what is attached to it
     in its box frame (metres from the box centre), ``extents`` (3,) its box sides, ``n`` its thin axis,
     ``outer`` (+1 / -1) the side of axis ``n`` facing away from its parent. Height map of the outer surface
     on a ``grid`` x ``grid`` raster of the panel's plane; cells rising more than ``HANDLE[0]`` x the panel's
     smaller in-plane side above the median cell are the handle (fewer than 40 % of the cells). Returns its
     protrusion-weighted centroid (2,) in half-side units (-1 .. 1) along the two in-plane box axes (in
-    increasing order), or None when nothing protrudes."""
+    increasing order), or None when nothing protrudes. With ``tilted``, when nothing protrudes so but the face
+    is a plane (half its cells within 0.1 x that threshold of the fitted plane, :func:`_face_plane`) that rises
+    across the raster by more than the threshold (the minimum-volume box of a door with a long handle bar can
+    tilt a few degrees off its face, fold 4's refrigerator 12252: 0.08 m across a 1.07 m door, more than its
+    handle stands out), heights are measured again from that plane."""
     u, v = (k for k in range(3) if k != n)
     height = outer_heights(coords, extents, n, outer, grid)
     filled = np.isfinite(height)
+    thr = HANDLE[0] * min(extents[u], extents[v])
     rise = np.where(filled, height - np.median(height[filled]), 0.0)
-    sel = rise > HANDLE[0] * min(extents[u], extents[v])
+    sel = rise > thr
+    if (not sel.any() or sel.mean() >= 0.4) and tilted and filled.sum() >= 8:
+        plane = _face_plane(height, filled, grid)
+        r = height[filled] - plane[filled]
+        r = r - np.median(r)
+        # the face is a plane (half its cells within 0.1 x the threshold of it), tilted in the box frame by more
+        # than a handle rises
+        if np.ptp(plane[filled]) > thr and np.median(np.abs(r)) <= 0.1 * thr:
+            rise = np.zeros(grid * grid)
+            rise[filled] = r
+            sel = rise > thr
     if not sel.any() or sel.mean() >= 0.4:
         return None
     centre = (np.arange(grid) + 0.5) / grid * 2 - 1
     w = rise[sel] / rise[sel].sum()
     return np.array([centre[np.flatnonzero(sel) // grid] @ w, centre[np.flatnonzero(sel) % grid] @ w])
+
+
+def _face_plane(height: np.ndarray, filled: np.ndarray, grid: int) -> np.ndarray:
+    """The plane (grid * grid,) of a panel's outer face in a height map (:func:`outer_heights`; ``filled``: its
+    cells with samples): least squares on the cells, three times dropping the quarter of the cells highest
+    above the last fit (a handle rises above the face, a recess does not matter)."""
+    c = (np.arange(grid) + 0.5) / grid * 2 - 1
+    cu, cv = np.repeat(c, grid), np.tile(c, grid)
+    A = np.stack([np.ones(grid * grid), cu, cv], 1)
+    keep = filled.copy()
+    for _ in range(3):  # trimmed least squares: a handle rises above the face, so drop the highest residuals
+        coef = np.linalg.lstsq(A[keep], height[keep], rcond=None)[0]
+        r = height - A @ coef
+        keep = filled & (r <= np.quantile(r[filled], 0.75))
+    return A @ coef
 
 
 def contact_strips(panel, C: np.ndarray) -> list[tuple[int, int]]:
@@ -904,7 +936,9 @@ def panel_hinge(part: Part, parent: Part, attached: list[Part], axis: np.ndarray
     outer = 1.0 if (box.center - ref.mean(0)) @ box.axes[n] >= 0 else -1.0
     rng = np.random.default_rng(seed + 1)
     extra = [sample_surface(p.vertices, p.faces, 300, seed=rng)[0] for p in attached if len(p.faces)]
-    h = handle_centroid(box.to_box(np.concatenate([pts, *extra])), e, n, outer)
+    # a door's box tilted off its face hides its handle (``HANDLE_PLANE``; upright panels: doors)
+    upright = HANDLE_PLANE and abs(float(box.axes[n][2])) <= 0.3
+    h = handle_centroid(box.to_box(np.concatenate([pts, *extra])), e, n, outer, tilted=upright)
     hc = dict(zip((u, v), h)) if h is not None else {u: 0.0, v: 0.0}
 
     # depth of the hinge across the panel: the predicted line's (synthetic doors turn about their outer face,
