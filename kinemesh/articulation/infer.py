@@ -718,8 +718,8 @@ def lever_spin(part: Part, parent: Part, axis: np.ndarray, size: float, seed: in
     eyeglass temple folds onto the frame, a stapler's arm closes onto its base, a folding knife's blade into
     its handle). On data/real_train none of the 20 levers turns about its length, and 16 turn within 31 deg of
     that axis (eyeglass temples, stapler arms, knife blades, three faucet handles); the other 4 are faucet
-    handles. The network
-    trained without eyeglasses (fold 3) read their temples as spinning about their length, 90 deg off."""
+    handles. The network trained without eyeglasses (fold 3) read their temples as spinning about their length,
+    90 deg off."""
     length = lever_length(part, parent, size, seed)
     if length is None or abs(float(np.asarray(axis, float) @ length)) < np.cos(np.radians(30.0)):
         return None
