@@ -453,8 +453,9 @@ def test_validity_picks_a_lever_pivot_across_its_length(monkeypatch):
 def test_a_lever_read_as_sliding_across_its_length_turns_instead():
     """The type rule of ``articulate`` (``lever_turns``): a stapler arm or eyeglass temple that the network, on
     a category it never saw, reads as sliding across its length turns instead (on data/real_train all 21
-    lever-shaped parts turn); one read as sliding along its length (a telescoping rod) keeps sliding, and so
-    does a bar touching its parent along its length."""
+    lever-shaped parts turn), and so does one read as sliding along its length (``LEVER_ALONG``) unless its
+    parent sheathes it (a telescoping rod in its tube keeps sliding); a bar touching its parent along its length
+    keeps sliding too."""
     from kinemesh.articulation.infer import lever_turns
     from kinemesh.articulation.predictor import RawPrediction
 
@@ -468,7 +469,13 @@ def test_a_lever_read_as_sliding_across_its_length_turns_instead():
 
     assert lever_turns(temple, frame, raw("prismatic", [0, 0, 1]), 0.2)  # slid across its length: a lever
     assert lever_turns(temple, frame, raw("prismatic", [1, 0, 0]), 0.2)
-    assert not lever_turns(temple, frame, raw("prismatic", [0, 1, 0]), 0.2)  # along its length: telescoping
+    assert lever_turns(temple, frame, raw("prismatic", [0, 1, 0]), 0.2)  # along its length, not sheathed
+    # a tube's four walls, 1 cm clear of a 2 cm rod, over 20 cm; the rod stands on the tube's bottom
+    tube = _part("tube", ([-0.025, -0.025, -0.01], [0.025, 0.025, 0.0]), ([-0.025, -0.025, 0], [-0.02, 0.025, 0.2]),
+                 ([0.02, -0.025, 0], [0.025, 0.025, 0.2]), ([-0.02, -0.025, 0], [0.02, -0.02, 0.2]),
+                 ([-0.02, 0.02, 0], [0.02, 0.025, 0.2]))
+    rod = _part("rod", ([-0.01, -0.01, 0.0], [0.01, 0.01, 0.3]))
+    assert not lever_turns(rod, tube, raw("prismatic", [0, 0, 1]), 0.3)  # telescoping: keeps sliding
     assert not lever_turns(temple, frame, raw("revolute", [0, 0, 1]), 0.2)  # already turns
     assert not lever_turns(brow, frame, raw("prismatic", [0, 0, 1]), 0.2)  # no lever: touches along its length
 
@@ -783,12 +790,12 @@ def test_a_lever_read_as_spinning_about_its_length_turns_across_it_at_its_end(mo
 
 
 def test_a_handle_is_found_on_a_panel_whose_box_is_tilted():
-    """``handle_centroid`` with ``HANDLE_PLANE``: the minimum-volume box of a door with a long handle bar along one
-    edge can tilt a few degrees off the door's face (fold 4's refrigerator 12252: its outer face rises 0.08 m
+    """``handle_centroid`` with ``HANDLE_PLANE``: the minimum-volume box of a door with a long handle bar along
+    one edge can tilt a few degrees off the door's face (fold 4's refrigerator 12252: its outer face rises 0.08 m
     across the 1.07 m door in the box frame). Measured from the median cell, the bar along the low edge then
     rises less than a handle must (0.04 x the door's 1 m width) and nothing is found; measured from the plane
-    fitted to the face (``tilted``, which ``panel_hinge`` sets for upright panels with ``HANDLE_PLANE``), the bar
-    is found along that edge (the hinge goes on the opposite one)."""
+    fitted to the face (``tilted``, which ``panel_hinge`` sets for upright panels with ``HANDLE_PLANE``), the
+    bar is found along that edge (the hinge goes on the opposite one)."""
     rng = np.random.default_rng(0)
     e = np.array([0.2, 1.0, 1.3])  # thin axis 0; in-plane u = axis 1, v = axis 2
     uv = (rng.random((4000, 2)) - 0.5) * e[1:]
@@ -801,3 +808,27 @@ def test_a_handle_is_found_on_a_panel_whose_box_is_tilted():
     assert handle_centroid(flat, e, 0, 1.0, tilted=True)[0] > 0.8
     assert handle_centroid(pts, e, 0, 1.0) is None  # measured from the median cell, the tilt hides the bar
 
+
+
+def test_a_lever_read_as_sliding_along_its_length_turns_unless_sheathed(monkeypatch):
+    """``lever_turns`` with ``LEVER_ALONG``: a stapler's arm standing on its base (a 20 cm bar touching the
+    base only at its lower end) that the network reads as sliding out along its length turns instead (fold 3: the
+    network trained without staplers slid two stapler arms out so); its parent does not sheathe it. The
+    stand-in network reads every part "prismatic, along the box axis nearest z" (the arm's length)."""
+    from kinemesh.articulation import infer
+    from kinemesh.articulation.infer import articulate
+    from kinemesh.data.articulated import ArticulatedObject, Joint
+
+    base = _part("base", ([0.0, -0.03, 0.0], [0.3, 0.03, 0.02]))
+    arm = _part("arm", ([0.0, -0.015, 0.02], [0.03, 0.015, 0.22]))
+    obj = ArticulatedObject([base, arm], [Joint("j", "fixed", "base", "arm", np.array([0.0, 0.0, 1.0]),
+                                                np.zeros(3))], "stapler", "stapler")
+
+    def read():
+        return {p.name: p for p in articulate(obj, net=_stand_in([0.0, 0.0, 10.0], 2), seed=0)}["arm"]
+
+    pr = read()
+    assert pr.type == "revolute" and pr.type_from() == "shape: lever"
+    assert abs(pr.axis[2]) < 0.5  # about an axis across its length
+    monkeypatch.setattr(infer, "LEVER_ALONG", False)
+    assert read().type == "prismatic"

@@ -91,6 +91,7 @@ BUTTON_LIMITS = True  # a button already pressed inwards gets limits (0, travel)
 FIXED_BUTTONS = True  # a button on the root that the network reads as fixed moves (see ``articulate``)
 FLAT_BUTTONS = True  # a flat button read as turning about its normal is pressed instead (``flat_button``)
 LEVER_SPIN = True  # a lever read as spinning about its length turns across it (``lever_spin``)
+LEVER_ALONG = True  # ... and so does one read as sliding along its length that its parent does not sheathe
 HANDLE_PLANE = True  # panel_hinge: an upright panel's handle is sought above its tilted face (``_face_plane``)
 FLAT = 0.2  # ... flat: thinnest box side <= this x its largest (a knob stands out more, ``KNOB[1]``)
 DOOR_SIZE = 0.3  # door_turns: the panel's largest side is at least this x the object's largest side
@@ -325,8 +326,8 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
                 _, r.axis, r.origin, _, r.limits = alts[0]
                 lid = not (door or flap)
         # a lever read as spinning about its own length turns across it, about length x (towards its parent)
-        spin = (lever_spin(p, by[parents[p.name]], r.axis, size, seed)
-                if forced is None and LEVER_SPIN and check_validity and r.type == "revolute" else None)
+        spin = (lever_spin(p, by[parents[p.name]], r.axis, size, seed) if (forced is None or lever) and LEVER_SPIN
+                and check_validity and r.type == "revolute" else None)
         if spin is not None:
             length, r.axis, r.origin = spin
             alts = [a for a in alts if abs(a[1] @ length) < np.cos(np.radians(30.0))]
@@ -699,12 +700,24 @@ def lever_length(part: Part, parent: Part, size: float, seed: int = 0) -> np.nda
 def lever_turns(part: Part, parent: Part, raw, size: float, seed: int = 0) -> bool:
     """Whether a part the network reads as sliding (``raw``: its :func:`decode` answer) is a lever that turns
     instead: a :func:`lever_length` part whose predicted slide is not along its length (within 30 deg; a
-    telescoping rod slides along its length). On data/real_train all 21 lever-shaped parts turn, and on the
+    telescoping rod slides along its length), or with ``LEVER_ALONG`` is along it but the parent does not
+    sheathe it (one of the four faces along its length covered on less than ``SLIDE_OUT[1]`` of its footprint,
+    :func:`enclosure`: a stapler's arm touching its base at its hinge, which the network trained without
+    staplers slid out along its length). On data/real_train all 21 lever-shaped parts turn, and on the
     synthetic validation objects (seeds 90000+) 31 of 32 do; the one that slides slides along its length."""
     if raw.type != "prismatic":
         return False
     length = lever_length(part, parent, size, seed)
-    return length is not None and abs(np.asarray(raw.axis, float) @ length) < np.cos(np.radians(30.0))
+    if length is None:
+        return False
+    if abs(np.asarray(raw.axis, float) @ length) < np.cos(np.radians(30.0)):
+        return True
+    if not LEVER_ALONG:
+        return False
+    box, cover = enclosure(part, parent, seed)
+    k = int(np.argmax(np.abs(box.axes @ length)))
+    sides = np.delete(cover, k, axis=0)  # the four faces along the lever's length
+    return bool(sides.min() < SLIDE_OUT[1])  # not sheathed by its parent: no telescoping rod
 
 
 def lever_spin(part: Part, parent: Part, axis: np.ndarray, size: float, seed: int = 0):
