@@ -471,9 +471,9 @@ def test_a_lever_read_as_sliding_across_its_length_turns_instead():
     assert lever_turns(temple, frame, raw("prismatic", [1, 0, 0]), 0.2)
     assert lever_turns(temple, frame, raw("prismatic", [0, 1, 0]), 0.2)  # along its length, not sheathed
     # a tube's four walls, 1 cm clear of a 2 cm rod, over 20 cm; the rod stands on the tube's bottom
-    tube = _part("tube", ([-0.025, -0.025, -0.01], [0.025, 0.025, 0.0]), ([-0.025, -0.025, 0], [-0.02, 0.025, 0.2]),
-                 ([0.02, -0.025, 0], [0.025, 0.025, 0.2]), ([-0.02, -0.025, 0], [0.02, -0.02, 0.2]),
-                 ([-0.02, 0.02, 0], [0.02, 0.025, 0.2]))
+    tube = _part("tube", ([-0.025, -0.025, -0.01], [0.025, 0.025, 0.0]),
+                 ([-0.025, -0.025, 0], [-0.02, 0.025, 0.2]), ([0.02, -0.025, 0], [0.025, 0.025, 0.2]),
+                 ([-0.02, -0.025, 0], [0.02, -0.02, 0.2]), ([-0.02, 0.02, 0], [0.02, 0.025, 0.2]))
     rod = _part("rod", ([-0.01, -0.01, 0.0], [0.01, 0.01, 0.3]))
     assert not lever_turns(rod, tube, raw("prismatic", [0, 0, 1]), 0.3)  # telescoping: keeps sliding
     assert not lever_turns(temple, frame, raw("revolute", [0, 0, 1]), 0.2)  # already turns
@@ -809,11 +809,10 @@ def test_a_handle_is_found_on_a_panel_whose_box_is_tilted():
     assert handle_centroid(pts, e, 0, 1.0) is None  # measured from the median cell, the tilt hides the bar
 
 
-
 def test_a_lever_read_as_sliding_along_its_length_turns_unless_sheathed(monkeypatch):
     """``lever_turns`` with ``LEVER_ALONG``: a stapler's arm standing on its base (a 20 cm bar touching the
-    base only at its lower end) that the network reads as sliding out along its length turns instead (fold 3: the
-    network trained without staplers slid two stapler arms out so); its parent does not sheathe it. The
+    base only at its lower end) that the network reads as sliding out along its length turns instead (fold 3:
+    the network trained without staplers slid a stapler arm out so); its parent does not sheathe it. The
     stand-in network reads every part "prismatic, along the box axis nearest z" (the arm's length)."""
     from kinemesh.articulation import infer
     from kinemesh.articulation.infer import articulate

@@ -330,7 +330,7 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
                 and check_validity and r.type == "revolute" else None)
         if spin is not None:
             length, r.axis, r.origin = spin
-            alts = [a for a in alts if abs(a[1] @ length) < np.cos(np.radians(30.0))]
+            alts = [a for a in alts if not along_length(a[1], length)]
         slide = alternatives(out, b, box, center, scale, "prismatic")[0][3]  # the prismatic head's limits (m)
         preds[p.name] = PartPrediction(p.name, r.type, r.axis, r.origin, None if r.type == "fixed" else r.limits,
                                        parents[p.name], r.confidence, p.label,
@@ -697,6 +697,16 @@ def lever_length(part: Part, parent: Part, size: float, seed: int = 0) -> np.nda
     return box.axes[L].copy() if end else None
 
 
+def along_length(axis: np.ndarray, length: np.ndarray) -> bool:
+    """Whether ``axis`` (3,) runs along a lever's ``length`` (3,) unit, within 30 deg (the lever rules')."""
+    return abs(float(np.asarray(axis, float) @ length)) >= np.cos(np.radians(30.0))
+
+
+def upright(normal: np.ndarray) -> bool:
+    """Whether a panel with unit ``normal`` (3,) stands upright (within 17 deg of horizontal: a door)."""
+    return abs(float(normal[2])) <= 0.3
+
+
 def lever_turns(part: Part, parent: Part, raw, size: float, seed: int = 0) -> bool:
     """Whether a part the network reads as sliding (``raw``: its :func:`decode` answer) is a lever that turns
     instead: a :func:`lever_length` part whose predicted slide is not along its length (within 30 deg; a
@@ -710,7 +720,7 @@ def lever_turns(part: Part, parent: Part, raw, size: float, seed: int = 0) -> bo
     length = lever_length(part, parent, size, seed)
     if length is None:
         return False
-    if abs(np.asarray(raw.axis, float) @ length) < np.cos(np.radians(30.0)):
+    if not along_length(raw.axis, length):
         return True
     if not LEVER_ALONG:
         return False
@@ -734,7 +744,7 @@ def lever_spin(part: Part, parent: Part, axis: np.ndarray, size: float, seed: in
     handles. The network trained without eyeglasses (fold 3) read their temples as spinning about their length,
     90 deg off."""
     length = lever_length(part, parent, size, seed)
-    if length is None or abs(float(np.asarray(axis, float) @ length)) < np.cos(np.radians(30.0)):
+    if length is None or not along_length(axis, length):
         return None
     d = parent.vertices.mean(0) - part.vertices.mean(0)
     a = np.cross(length, d / max(float(np.linalg.norm(d)), 1e-12))
@@ -757,7 +767,7 @@ def door_turns(part: Part, raw, size: float) -> bool:
         return False
     box, n = panel
     normal = box.axes[n]
-    return (abs(normal[2]) <= 0.3 and float(box.extents.max()) >= DOOR_SIZE * size
+    return (upright(normal) and float(box.extents.max()) >= DOOR_SIZE * size
             and abs(np.asarray(raw.axis, float) @ normal) >= np.cos(np.radians(30.0)))
 
 
@@ -950,8 +960,8 @@ def panel_hinge(part: Part, parent: Part, attached: list[Part], axis: np.ndarray
     rng = np.random.default_rng(seed + 1)
     extra = [sample_surface(p.vertices, p.faces, 300, seed=rng)[0] for p in attached if len(p.faces)]
     # a door's box tilted off its face hides its handle (``HANDLE_PLANE``; upright panels: doors)
-    upright = HANDLE_PLANE and abs(float(box.axes[n][2])) <= 0.3
-    h = handle_centroid(box.to_box(np.concatenate([pts, *extra])), e, n, outer, tilted=upright)
+    h = handle_centroid(box.to_box(np.concatenate([pts, *extra])), e, n, outer,
+                        tilted=HANDLE_PLANE and upright(box.axes[n]))
     hc = dict(zip((u, v), h)) if h is not None else {u: 0.0, v: 0.0}
 
     # depth of the hinge across the panel: the predicted line's (synthetic doors turn about their outer face,
