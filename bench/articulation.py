@@ -1,8 +1,12 @@
 """Articulation inference time per object (target <= 1 s on 2 CPU cores).
 
-Run: ``python bench/articulation.py [--n 2] [--out bench/RESULTS_articulation.md]``. Times the predictor with and
-without the validity (opening direction) check, the heuristic baseline and the from-motion fit, on synthetic
-held-out objects, torch 1 thread. Prints a table and writes it as markdown.
+Run: ``python bench/articulation.py [--n 2] [--real data/real_train] [--n-real 12] [--out
+bench/RESULTS_articulation.md]``. Times the predictor with and without the validity (opening direction) check,
+the heuristic baseline and the from-motion fit, on synthetic held-out objects, then the predictor with the
+validity check on real PartNet-Mobility objects (the first ``--n-real`` of the validation split of ``--real``,
+skipped when that folder is absent) with and without the part-box cache
+(``kinemesh.articulation.candidates.BOX_CACHE``), side by side per object; torch 1 thread. Prints a table and
+writes it as markdown.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=2, help="objects per category")
     ap.add_argument("--categories", default="cabinet,chest_of_drawers,microwave,oven,desk_lamp,faucet,refrigerator")
+    ap.add_argument("--real", default="data/real_train", help="folder of PartNet-Mobility objects ('' to skip)")
+    ap.add_argument("--n-real", type=int, default=12, help="real validation objects timed")
     ap.add_argument("--out", default="bench/RESULTS_articulation.md")
     a = ap.parse_args(argv)
     import torch
@@ -58,10 +64,48 @@ def main(argv=None) -> int:
              "| step | wall s/object mean | wall max | CPU s/object mean |", "|---|---|---|---|"]
     for k in rows:
         lines.append(f"| {k} | {np.mean(rows[k]):.3f} | {np.max(rows[k]):.3f} | {np.mean(cpu[k]):.3f} |")
+    if a.real and os.path.isdir(a.real):
+        lines += _real_rows(a.real, a.n_real, net)
     text = "\n".join(lines) + "\n"
     print(text)
     write_text(a.out, text)
     return 0
+
+
+def _real_rows(folder: str, n: int, net) -> list[str]:
+    """Markdown lines: the predictor with the validity check on ``n`` real validation objects of ``folder``, the
+    part-box cache on (emptied before each object, as for one ``kinemesh articulate``) and off, alternating."""
+    from kinemesh.articulation import candidates
+    from kinemesh.articulation.dataset import strip_joints
+    from kinemesh.articulation.infer import articulate
+    from kinemesh.eval.articulation import load_real_objects
+
+    objs = [strip_joints(o) for _, o in load_real_objects(folder, validation_only=True)[:n]]
+    for o in objs:  # parts without geometry (PartNet-Mobility helper links) are not articulated
+        names = {p.name for p in o.parts if len(p.vertices)}
+        o.parts = [p for p in o.parts if p.name in names]
+        o.joints = [j for j in o.joints if j.child in names]
+    keep = candidates.BOX_CACHE
+    cpu = {"on": [], "off": []}
+    try:
+        for o in objs:
+            for mode in ("on", "off"):
+                candidates.BOX_CACHE = keep if mode == "on" else 0
+                candidates._BOXES.clear()
+                c0 = time.process_time()
+                articulate(o, net=net)
+                cpu[mode].append(time.process_time() - c0)
+    finally:
+        candidates.BOX_CACHE = keep
+    on, off = np.array(cpu["on"]), np.array(cpu["off"])
+    nparts = np.mean([len(o.parts) for o in objs])
+    return ["", f"Real objects: the first {len(objs)} of the validation split of `{folder}` ({nparts:.1f} parts on "
+            "average), predictor + validity check, CPU seconds per object, the part-box cache on and off run "
+            "alternately on each object:", "",
+            "| part-box cache | CPU s/object mean | max | ratio off / on (mean of per-object ratios) |",
+            "|---|---|---|---|",
+            f"| on | {on.mean():.3f} | {on.max():.3f} | {np.mean(off / on):.2f}x |",
+            f"| off | {off.mean():.3f} | {off.max():.3f} | |"]
 
 
 if __name__ == "__main__":

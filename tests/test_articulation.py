@@ -370,6 +370,40 @@ def test_bad_inputs_give_clear_messages(tmp_path, capsys):
         load_parts(path, labels=labels)
 
 
+def test_part_box_is_kept_per_vertex_content_and_handed_out_as_copies(monkeypatch):
+    """``part_box`` keeps the boxes it computed (one articulation asks for each part's box many times): the
+    same vertices give the same box without recomputing it, each call gets its own copy (editing one leaves
+    the next untouched), other vertices get their own box, the cache stays within ``BOX_CACHE`` and a
+    degenerate part is refused under its own name every time (errors are not kept)."""
+    from kinemesh.articulation import candidates
+    from kinemesh.articulation.candidates import part_box
+
+    monkeypatch.setattr(candidates, "_BOXES", type(candidates._BOXES)())
+    monkeypatch.setattr(candidates, "BOX_CACHE", 3)
+    calls = []
+    real = candidates._part_box
+    monkeypatch.setattr(candidates, "_part_box", lambda v, name: calls.append(name) or real(v, name))
+    rng = np.random.default_rng(0)
+    v = rng.random((50, 3)) * [1.0, 0.5, 0.2]
+    a = part_box(v, "a")
+    a.axes[0] = 0.0
+    a.center += 1.0
+    b = part_box(v.copy(), "b")  # equal content, another array
+    assert calls == ["a"]
+    ref = real(v, "ref")
+    assert np.array_equal(b.axes, ref.axes) and np.array_equal(b.center, ref.center)
+    assert np.array_equal(b.extents, ref.extents)
+    part_box(v + [0.0, 0.0, 1e-9], "moved")  # other content: computed again
+    assert calls == ["a", "moved"]
+    for k in range(4):
+        part_box(rng.random((20, 3)), f"other{k}")
+    assert len(candidates._BOXES) == 3
+    line = np.array([[0, 0, 0], [1, 0, 0], [2, 0, 0.0]])
+    for name in ("stick", "rod"):
+        with pytest.raises(KinemeshError, match=name):
+            part_box(line, name)
+
+
 def test_parts_from_components_and_labels(tmp_path):
     from kinemesh.articulation.parts import load_parts
 

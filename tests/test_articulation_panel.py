@@ -809,6 +809,32 @@ def test_a_handle_is_found_on_a_panel_whose_box_is_tilted():
     assert handle_centroid(pts, e, 0, 1.0) is None  # measured from the median cell, the tilt hides the bar
 
 
+def test_panel_hinge_finds_the_handle_of_an_upright_door_whose_face_is_tilted_in_its_box(monkeypatch):
+    """``panel_hinge`` with ``HANDLE_PLANE`` on a whole mesh: a door in front of the cabinet whose outer face
+    slopes 7 cm across its 80 cm width in its box (a wedge, as refrigerator 12252's face is tilted in its
+    tilted box), its handle bar along the thin edge. Measured from the median cell the bar is hidden and the
+    shape names no hinge; ``panel_hinge`` measures upright panels from their fitted face, finds the bar and
+    hinges the door on the far edge. A lid of the same shape (not upright) keeps the median-cell measure."""
+    from kinemesh.articulation import infer
+
+    corners = np.array([[x, y, z] for y in (-0.4, 0.4) for z in (0.0, 0.8)
+                        for x in (0.0, -0.09 if y < 0 else -0.02)])
+    bar = trimesh.creation.box(bounds=np.array([[-0.08, 0.33, 0.1], [-0.02, 0.39, 0.7]]))
+    m = trimesh.util.concatenate([trimesh.convex.convex_hull(corners), bar])
+    door = Part("door", np.asarray(m.vertices), np.asarray(m.faces))
+    body = _carcass()
+    side_hinge = (np.array([0.0, 0.0, 1.0]), np.array([0.0, 0.4, 0.4]))  # read hinged on the handle's edge
+    lines = panel_hinge(door, body, [], *side_hinge, 0.8)
+    assert lines and lines[0][2] == "handle"
+    assert axis_angle_error_deg(lines[0][0], [0, 0, 1]) < 1.0 and abs(lines[0][1][1] + 0.4) < 1e-6  # far edge
+    monkeypatch.setattr(infer, "HANDLE_PLANE", False)
+    assert panel_hinge(door, body, [], *side_hinge, 0.8) == []
+    monkeypatch.setattr(infer, "HANDLE_PLANE", True)
+    turn = trimesh.transformations.rotation_matrix(np.pi / 2, [0, 1, 0])[:3, :3]  # the door laid flat on top
+    lid = Part("lid", np.asarray(m.vertices) @ turn.T + [0.0, 0.0, 0.9], np.asarray(m.faces))
+    assert panel_hinge(lid, body, [], np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.4, 0.9]), 0.9) == []
+
+
 def test_a_lever_read_as_sliding_along_its_length_turns_unless_sheathed(monkeypatch):
     """``lever_turns`` with ``LEVER_ALONG``: a stapler's arm standing on its base (a 20 cm bar touching the
     base only at its lower end) that the network reads as sliding out along its length turns instead (fold 3:

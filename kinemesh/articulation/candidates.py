@@ -13,6 +13,9 @@ positive along them) so the box index of an axis-aligned part's axis is its worl
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,15 +54,42 @@ class PartBox:
         return self.from_box(s * 0.5 * self.extents)
 
 
+_BOXES: OrderedDict = OrderedDict()  # content digest of the vertices -> PartBox (see part_box)
+_BOXES_LOCK = threading.Lock()
+BOX_CACHE = 512  # boxes kept (least recently used dropped)
+
+
 def part_box(vertices: np.ndarray, name: str = "part") -> PartBox:
     """Minimum-volume oriented bounding box of ``vertices`` (n, 3) via trimesh, axes ordered towards X, Y, Z.
 
     Flat parts (one side thinner than ``MIN_EXTENT``) keep a clamped thickness. Raises KinemeshError naming
     the part when it has fewer than 3 distinct points or is degenerate along two directions (a line or point).
+
+    The box is a pure function of the vertices, and one articulation asks for the box of each part many
+    times (the network's features, then each decoding rule), so the last ``BOX_CACHE`` boxes are kept,
+    keyed by a digest of the vertex bytes; each call gets its own copy (``BOX_CACHE = 0``: none kept).
     """
+    v = np.ascontiguousarray(vertices, dtype=np.float64).reshape(-1, 3)
+    if BOX_CACHE <= 0:
+        return _part_box(v, name)
+    key = (v.shape[0], hashlib.blake2b(v.tobytes(), digest_size=16).digest())
+    with _BOXES_LOCK:
+        box = _BOXES.get(key)
+        if box is not None:
+            _BOXES.move_to_end(key)
+    if box is None:
+        box = _part_box(v, name)
+        with _BOXES_LOCK:
+            _BOXES[key] = box
+            while len(_BOXES) > BOX_CACHE:
+                _BOXES.popitem(last=False)
+    return PartBox(box.center.copy(), box.axes.copy(), box.extents.copy())
+
+
+def _part_box(v: np.ndarray, name: str) -> PartBox:
+    """:func:`part_box` without the cache."""
     import trimesh
 
-    v = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
     if len(np.unique(np.round(v, 9), axis=0)) < 3:
         raise KinemeshError(f"part '{name}': fewer than 3 distinct vertices, cannot estimate its box")
     c0 = v.mean(0)

@@ -1250,18 +1250,25 @@ def _press_buttons(parts, preds, seed: int = 0) -> None:
         pr.axis, pr.limits = a, (0.0, travel)
 
 
-def knob_holder(part: Part, axis: np.ndarray, centre: np.ndarray, others: list[Part]) -> str | None:
+def knob_holder(part: Part, axis: np.ndarray, centre: np.ndarray, others: list[Part],
+                indexes: dict | None = None) -> str | None:
     """Name of the part in ``others`` that holds a knob (``part`` turning about ``axis`` (3,) unit through
     ``centre`` (3,) m): the one nearest (exact surface distance) to the centre of either end face of the knob
     along its axis, i.e. what lies behind it, not merely the nearest part (an oven door just below its
-    knobs); None when ``others`` is empty."""
-    from kinemesh.geometry.metrics import point_to_surface_distance
+    knobs); None when ``others`` is empty. ``indexes``: part name -> its surface search structure, filled
+    as they are built (an oven's knobs share them)."""
+    from kinemesh.geometry.metrics import surface_index
 
     if not others:
         return None
+    indexes = {} if indexes is None else indexes
     t = (part.vertices - centre) @ axis
     ends = centre + np.outer([t.min(), t.max()], axis)
-    d = [float(point_to_surface_distance(ends, q.vertices, q.faces).min()) for q in others]
+    d = []
+    for q in others:
+        if q.name not in indexes:
+            indexes[q.name] = surface_index(q.vertices, q.faces)
+        d.append(float(indexes[q.name].sqdist(ends).min()))
     return others[int(np.argmin(d))].name
 
 
@@ -1288,13 +1295,14 @@ def _turn_knobs(parts, preds, seed: int = 0) -> None:
     category-held-out fold the network, which never saw an oven, read oven knobs as buttons (prismatic) or as
     fixed."""
     size = object_extent(parts)[0]
+    indexes = {}
     for p in parts:
         pr = preds.get(p.name)
         k = None if pr is None else knob_axis(p, size, seed)
         if k is None:
             continue
         others = [q for q in parts if q.name != p.name and len(q.faces)]
-        holder = knob_holder(p, k[0], k[1], others) or pr.parent
+        holder = knob_holder(p, k[0], k[1], others, indexes) or pr.parent
         if hangs_off(holder, p.name, preds):  # a part hanging off the knob (its cap) cannot hold it
             holder = pr.parent
         if holder in preds and preds[holder].type != "fixed":
