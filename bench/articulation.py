@@ -56,7 +56,7 @@ def main(argv=None) -> int:
             cpu[k].append(time.process_time() - c0)
     nparts = np.mean([len(o.parts) for o in objs])
     lines = ["# Articulation inference time", "",
-             f"Command: `python bench/articulation.py --n {a.n}`; machine: {os.cpu_count()} CPU cores shared with "
+             f"Command: `python bench/articulation.py --n {a.n} --n-real {a.n_real}`; machine: {os.cpu_count()} CPU cores shared with "
              f"other jobs (load average {os.getloadavg()[0]:.1f} at the end), no GPU, torch 1 thread, "
              f"{platform.python_version()}. {len(objs)} held-out synthetic objects ({a.categories}), "
              f"{nparts:.1f} parts on average. Wall time is inflated by the shared load; CPU time is the "
