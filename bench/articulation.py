@@ -56,8 +56,8 @@ def main(argv=None) -> int:
             cpu[k].append(time.process_time() - c0)
     nparts = np.mean([len(o.parts) for o in objs])
     lines = ["# Articulation inference time", "",
-             f"Command: `python bench/articulation.py --n {a.n} --n-real {a.n_real}`; machine: {os.cpu_count()} CPU cores shared with "
-             f"other jobs (load average {os.getloadavg()[0]:.1f} at the end), no GPU, torch 1 thread, "
+             f"Command: `python bench/articulation.py --n {a.n} --n-real {a.n_real}`; machine: {os.cpu_count()} CPU "
+             f"cores shared with other jobs (load average {os.getloadavg()[0]:.1f} at the end), no GPU, torch 1 thread, "
              f"{platform.python_version()}. {len(objs)} held-out synthetic objects ({a.categories}), "
              f"{nparts:.1f} parts on average. Wall time is inflated by the shared load; CPU time is the "
              "process's own.", "",
@@ -76,15 +76,10 @@ def _real_rows(folder: str, n: int, net) -> list[str]:
     """Markdown lines: the predictor with the validity check on ``n`` real validation objects of ``folder``, the
     part-box cache on (emptied before each object, as for one ``kinemesh articulate``) and off, alternating."""
     from kinemesh.articulation import candidates
-    from kinemesh.articulation.dataset import strip_joints
     from kinemesh.articulation.infer import articulate
-    from kinemesh.eval.articulation import load_real_objects
+    from kinemesh.eval.articulation import load_real_objects, static_parts
 
-    objs = [strip_joints(o) for _, o in load_real_objects(folder, validation_only=True)[:n]]
-    for o in objs:  # parts without geometry (PartNet-Mobility helper links) are not articulated
-        names = {p.name for p in o.parts if len(p.vertices)}
-        o.parts = [p for p in o.parts if p.name in names]
-        o.joints = [j for j in o.joints if j.child in names]
+    objs = [static_parts(o) for _, o in load_real_objects(folder, validation_only=True)[:n]]
     keep = candidates.BOX_CACHE
     cpu = {"on": [], "off": []}
     try:

@@ -167,6 +167,17 @@ def _reroot_gt(obj) -> dict:
     return gt
 
 
+def static_parts(obj):
+    """``obj`` as a static method sees it: joints stripped to fixed ones (:func:`strip_joints`) and parts without
+    geometry (PartNet-Mobility helper links of sliding screws) dropped with their joints."""
+    from kinemesh.articulation.dataset import strip_joints
+
+    static = strip_joints(obj)
+    static.parts = [p for p in static.parts if len(p.vertices)]
+    static.joints = [j for j in static.joints if j.child in {p.name for p in static.parts}]
+    return static
+
+
 MOTION, CLOUDS = "from motion (ATOP stage 2)", "from motion, point clouds (ATOP Chamfer + ICP)"
 
 
@@ -175,12 +186,8 @@ def object_rows(name: str, obj, methods: dict, seed: int, motion: bool = True, c
     then from motion and from point clouds: ``{"object", "category", "method", "records"`` (per GT part, see
     :func:`_score`), ``"seconds"}``. A method that raises is logged; its predictions count as none (a static
     method's parts then score as fixed, a motion fit scores no parts)."""
-    from kinemesh.articulation.dataset import strip_joints
-
     gt = _reroot_gt(obj)
-    static = strip_joints(obj)
-    static.parts = [p for p in static.parts if len(p.vertices)]
-    static.joints = [j for j in static.joints if j.child in {p.name for p in static.parts}]
+    static = static_parts(obj)
     v, _, _ = obj.merged()
     size = float(np.max(np.ptp(v, axis=0)))
     fits = [(m, lambda fn=fn: _score(fn(static), gt, size), lambda: _score([], gt, size)) for m, fn in methods.items()]
