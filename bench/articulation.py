@@ -23,7 +23,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=2, help="objects per category")
     ap.add_argument("--categories", default="cabinet,chest_of_drawers,microwave,oven,desk_lamp,faucet,refrigerator")
-    ap.add_argument("--real", default="data/real_train", help="folder of PartNet-Mobility objects ('' to skip)")
+    ap.add_argument("--real", default="data/real_train",
+                    help="folder of PartNet-Mobility objects ('' to skip)")
     ap.add_argument("--n-real", type=int, default=12, help="real validation objects timed")
     ap.add_argument("--out", default="bench/RESULTS_articulation.md")
     a = ap.parse_args(argv)
@@ -56,8 +57,9 @@ def main(argv=None) -> int:
             cpu[k].append(time.process_time() - c0)
     nparts = np.mean([len(o.parts) for o in objs])
     lines = ["# Articulation inference time", "",
-             f"Command: `python bench/articulation.py --n {a.n} --n-real {a.n_real}`; machine: {os.cpu_count()} CPU "
-             f"cores shared with other jobs (load average {os.getloadavg()[0]:.1f} at the end), no GPU, torch 1 thread, "
+             f"Command: `python bench/articulation.py --n {a.n} --n-real {a.n_real}`; machine: "
+             f"{os.cpu_count()} CPU cores shared with other jobs (load average {os.getloadavg()[0]:.1f} at the "
+             "end), no GPU, torch 1 thread, "
              f"{platform.python_version()}. {len(objs)} held-out synthetic objects ({a.categories}), "
              f"{nparts:.1f} parts on average. Wall time is inflated by the shared load; CPU time is the "
              "process's own.", "",
@@ -73,8 +75,9 @@ def main(argv=None) -> int:
 
 
 def _real_rows(folder: str, n: int, net) -> list[str]:
-    """Markdown lines: the predictor with the validity check on ``n`` real validation objects of ``folder``, the
-    part-box cache on (emptied before each object, as for one ``kinemesh articulate``) and off, alternating."""
+    """Markdown lines: the predictor with the validity check on ``n`` real validation objects of ``folder``,
+    the part-box cache on (emptied before each object, as for one ``kinemesh articulate``) and off,
+    alternating."""
     from kinemesh.articulation import candidates
     from kinemesh.articulation.infer import articulate
     from kinemesh.eval.articulation import load_real_objects, static_parts
@@ -94,9 +97,9 @@ def _real_rows(folder: str, n: int, net) -> list[str]:
         candidates.BOX_CACHE = keep
     on, off = np.array(cpu["on"]), np.array(cpu["off"])
     nparts = np.mean([len(o.parts) for o in objs])
-    return ["", f"Real objects: the first {len(objs)} of the validation split of `{folder}` ({nparts:.1f} parts on "
-            "average), predictor + validity check, CPU seconds per object, the part-box cache on and off run "
-            "alternately on each object:", "",
+    return ["", f"Real objects: the first {len(objs)} of the validation split of `{folder}` ({nparts:.1f} "
+            "parts on average), predictor + validity check, CPU seconds per object, the part-box cache on and "
+            "off run alternately on each object:", "",
             "| part-box cache | CPU s/object mean | max | ratio off / on (mean of per-object ratios) |",
             "|---|---|---|---|",
             f"| on | {on.mean():.3f} | {on.max():.3f} | {np.mean(off / on):.2f}x |",

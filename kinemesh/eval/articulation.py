@@ -168,8 +168,8 @@ def _reroot_gt(obj) -> dict:
 
 
 def static_parts(obj):
-    """``obj`` as a static method sees it: joints stripped to fixed ones (:func:`strip_joints`) and parts without
-    geometry (PartNet-Mobility helper links of sliding screws) dropped with their joints."""
+    """``obj`` as a static method sees it: joints stripped to fixed ones (:func:`strip_joints`) and parts
+    without geometry (PartNet-Mobility helper links of sliding screws) dropped with their joints."""
     from kinemesh.articulation.dataset import strip_joints
 
     static = strip_joints(obj)
