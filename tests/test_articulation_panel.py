@@ -857,3 +857,63 @@ def test_a_lever_read_as_sliding_along_its_length_turns_unless_sheathed(monkeypa
     assert abs(pr.axis[2]) < 0.5  # about an axis across its length
     monkeypatch.setattr(infer, "LEVER_ALONG", False)
     assert read().type == "prismatic"
+
+
+def test_a_square_door_with_its_handle_in_a_corner_hinges_opposite_it_across_the_predicted_hinge(monkeypatch):
+    """An 80 x 80 cm door whose knob sits in its lower -y corner: both hinge orientations are allowed and the knob
+    is as far out along one as along the other, so it names no orientation; it names the edge opposite it across
+    the predicted one (upright: the +y edge; along the width: the top edge). Fold 1's wide cabinet door 46744
+    (knob low in a corner) was hinged on its knob's side before (``CORNER_HANDLE``)."""
+    import kinemesh.articulation.infer as infer
+
+    body = _carcass()
+    door = _door([-0.06, -0.38, 0.02], [-0.02, -0.34, 0.08])
+    # (predicted axis, predicted point: the knob's side) -> the line expected through the opposite edge
+    for axis, origin, point in (([0.0, 0.0, 1.0], [-0.01, -0.4, 0.4], [-0.01, 0.4, 0.4]),
+                                ([0.0, 1.0, 0.0], [-0.01, 0.0, 0.0], [-0.01, 0.0, 0.8])):
+        lines = panel_hinge(door, body, [], np.array(axis), np.array(origin), 0.8)
+        assert lines and lines[0][2] == "handle"
+        assert axis_angle_error_deg(lines[0][0], axis) < 1.0
+        assert axis_line_distance(lines[0][1], lines[0][0], point, axis) < 1e-6
+    monkeypatch.setattr(infer, "CORNER_HANDLE", False)
+    assert panel_hinge(door, body, [], np.array([0.0, 0.0, 1.0]), np.array([-0.01, -0.4, 0.4]), 0.8) == []
+
+
+def test_two_single_doors_side_by_side_keep_the_hinges_their_handles_name(monkeypatch):
+    """Two 40 cm doors side by side, each with its handle bar near its +y edge (two single doors hinged on their
+    -y edges, fold 1's cabinet 48381): the right door's handle names the seam edge, and the double-door rule no
+    longer mirrors that line to the far edge (``DOUBLE_HANDLE``); a leaf whose line no handle named still is."""
+    import kinemesh.articulation.infer as infer
+    from kinemesh.geometry.validity import OccupancyGrid, ValidityConfig
+
+    body = _carcass()
+    left = _part("left", ([-0.02, -0.4, 0.0], [0.0, -0.002, 0.8]), ([-0.06, -0.05, 0.35], [-0.02, -0.03, 0.45]))
+    right = _part("right", ([-0.02, 0.002, 0.0], [0.0, 0.4, 0.8]), ([-0.06, 0.35, 0.35], [-0.02, 0.37, 0.45]))
+    parts, parents = [body, left, right], {"left": "body", "right": "body"}
+    grid = OccupancyGrid(_with_tree(parts, "body", parents),
+                         ValidityConfig(n_points=400, steps=6, swept=True, collision_fraction=0.02))
+    z = np.array([0.0, 0.0, 1.0])
+
+    def preds():  # both read as hinged at the seam
+        return {n: PartPrediction(n, "revolute", z, np.array([-0.01, y, 0.4]), (0.0, 1.5), "body", 0.9)
+                for n, y in (("left", -0.002), ("right", 0.002))}
+
+    def hinge_y(flag):
+        monkeypatch.setattr(infer, "DOUBLE_HANDLE", flag)
+        pr = preds()
+        _hinge_panels(parts, parents, pr, grid)
+        _double_doors(parts, parents, pr, grid)
+        return {n: float(p.origin[1]) for n, p in pr.items()}, pr
+
+    ys, pr = hinge_y(True)
+    assert pr["right"].info.get("panel_edge_kept") == "handle" and "moved_to_far_edge" not in pr["right"].info
+    assert abs(ys["right"] - 0.002) < 0.01 and abs(ys["left"] + 0.4) < 0.01  # the left door: its handle's far edge
+    ys, pr = hinge_y(False)
+    assert pr["right"].info.get("moved_to_far_edge") and abs(ys["right"] - 0.4) < 0.01  # the old rule
+    # no handle: the double-door rule still mirrors seam hinges
+    bare = [body, _part("left", ([-0.02, -0.4, 0.0], [0.0, -0.002, 0.8])),
+            _part("right", ([-0.02, 0.002, 0.0], [0.0, 0.4, 0.8]))]
+    monkeypatch.setattr(infer, "DOUBLE_HANDLE", True)
+    pr = preds()
+    _hinge_panels(bare, parents, pr, grid)
+    assert set(double_doors(bare, pr, 0.8)) == {"left", "right"}

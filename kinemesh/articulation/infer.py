@@ -84,6 +84,8 @@ BUTTON = (0.15, 0.8)  # button: largest box side <= [0] x object size, thinnest 
 KNOBS = True  # small round parts turn about their axis of symmetry (``_turn_knobs``)
 EDGE = (10.0, 0.6, 0.5, 0.7)  # hinge edge: axis within [0] deg of a box axis; contact >= [1], line >= [2] / [3] to a side
 DOUBLE = True  # a double door's leaves hinge on their far edges (``_double_doors``)
+DOUBLE_HANDLE = True  # ... unless a leaf's handle put its hinge where it is (``panel_hinge``'s "handle" lines)
+CORNER_HANDLE = True  # panel_hinge: a handle in a corner names the edge opposite it across the predicted hinge
 LEVERS = True  # validity picks a lever's pivot across its length first (``lever_length``)
 LEVER_TURNS = True  # a lever read as sliding across its length turns instead (``lever_turns``)
 DOORS_TURN = True  # an upright panel read as sliding along its normal turns instead (``door_turns``)
@@ -932,7 +934,11 @@ def panel_hinge(part: Part, parent: Part, attached: list[Part], axis: np.ndarray
        short side; on data/real_train's 140 revolute parts it took the rule from 53 right / 3 wrong to
        58 / 2: an oven and an eyeglass temple); when the panel's shape allows only one hinge orientation (a
        tall door: a long side), the handle's offset across it decides alone (a handle low in a door's free
-       corner);
+       corner); when both are allowed and the handle sits in a corner (``CORNER_HANDLE``: as far out along
+       both), it names the edge opposite it across the predicted hinge's orientation (fold 1's wide cabinet
+       door, and its double-door neighbour's rule kept off doors whose handle named their side,
+       ``DOUBLE_HANDLE``: the two fold-1 doors hinged on their handle's side now right, nothing else moved on
+       the real validation split, folds 1-4 and the synthetic validation sets, seeds 0 and 1);
        only when ``axis`` lies in the panel's plane.
 
     Edge lines keep the predicted line's depth across the panel; a handle's edge is then offered again at the
@@ -981,7 +987,12 @@ def panel_hinge(part: Part, parent: Part, attached: list[Part], axis: np.ndarray
         # out than along k) names the opposite edge across o
         allowed = hinge_sides(box, n)
         if len(allowed) == 2:
-            allowed = [(k, o) for k, o in allowed if abs(hc[o]) - abs(hc[k]) >= HANDLE[2]]
+            lead = [(k, o) for k, o in allowed if abs(hc[o]) - abs(hc[k]) >= HANDLE[2]]
+            # a handle in a corner (far out along both) names the edge opposite it across the predicted
+            # hinge's orientation
+            corner = [(k, o) for k, o in allowed if CORNER_HANDLE and min(abs(hc[k]), abs(hc[o])) >= HANDLE[1]
+                      and abs(box.axes[k] @ a) >= np.cos(np.radians(EDGE[0]))]
+            allowed = lead or corner
         for k, o in allowed:
             if abs(hc[o]) >= HANDLE[1]:
                 lines, depths = [edge(k, o, -np.sign(hc[o]), "handle")], [depth]
@@ -1017,6 +1028,7 @@ def _hinge_panels(parts, parents, preds, grid, seed: int = 0) -> None:
         for axis, point, why in lines:
             if (axis_angle_error_deg(axis, pr.axis) < 10.0
                     and axis_line_distance(point, axis, pr.origin, pr.axis) < 0.05 * grid.size):
+                pr.info["panel_edge_kept"] = why
                 break
             sweeps = [Candidate("revolute", axis, point, (0.0, s * reach), 0, 1) for s in (1.0, -1.0)]
             check_candidates(grid, moving, sweeps)
@@ -1464,10 +1476,19 @@ def double_doors(parts, preds, size: float) -> dict[str, tuple[np.ndarray, np.nd
             if gap > 0.02 * size:
                 continue
             for b, a, pr, s in ((b1, a1, p1, 1.0), (b2, a2, p2, -1.0)):
+                if DOUBLE_HANDLE and by_handle(pr):
+                    continue  # a leaf whose handle named its hinge side keeps it (two single doors side by side)
                 off = float((np.asarray(pr.origin, float) - b.center) @ u)
                 if s * off > 0:  # on the seam's half
                     out[pr.name] = (a, np.asarray(pr.origin, float) - 2.0 * off * u)
     return out
+
+
+def by_handle(pr: PartPrediction) -> bool:
+    """Whether a revolute panel's line is the edge its handle names (``_hinge_panels`` moved it there, or
+    found it there already)."""
+    why = pr.info.get("moved_to_panel_edge") or pr.info.get("panel_edge_kept") or ""
+    return why.startswith("handle")
 
 
 def _double_doors(parts, parents, preds, grid, seed: int = 0) -> None:
