@@ -917,3 +917,46 @@ def test_two_single_doors_side_by_side_keep_the_hinges_their_handles_name(monkey
     pr = preds()
     _hinge_panels(bare, parents, pr, grid)
     assert set(double_doors(bare, pr, 0.8)) == {"left", "right"}
+
+
+def test_a_compact_handle_held_on_one_face_turns_about_that_face_s_normal(monkeypatch):
+    """A faucet-like body with a cross handle (a 6 x 12 x 22 cm blade) standing on its +y face: the handle is no
+    panel, not round and not elongated, and the body covers only its -y face, so it turns on a stem along +y
+    through its contact (``stem_axis``); a prediction about a line across the stem moves there
+    (``_turn_on_stems``), one already within 20 deg stays; an elongated arm lying on the body (a stapler's), a
+    part held through the body and a knob held in a corner have no stem."""
+    import kinemesh.articulation.infer as infer
+    from kinemesh.articulation.infer import _turn_on_stems, stem_axis
+
+    body = _part("body", ([0.0, -0.2, 0.0], [0.5, 0.2, 0.5]))
+    handle = _part("handle", ([0.2, 0.2, 0.3], [0.26, 0.32, 0.52]))
+    found = stem_axis(handle, body, 0.6)
+    assert found is not None
+    axis, point = found
+    assert axis_angle_error_deg(axis, [0, 1, 0]) < 1.0 and axis[1] > 0  # from the body into the handle
+    assert abs(point[1] - 0.2) < 0.02 and 0.2 <= point[0] <= 0.26 and 0.3 <= point[2] <= 0.52
+    parts = [body, handle]
+
+    def pred(ax):
+        return {"handle": PartPrediction("handle", "revolute", np.array(ax, float), np.array([0.23, 0.26, 0.3]),
+                                         (0.0, 1.5), "body", 0.9)}
+
+    preds = pred([1.0, 0.0, 0.0])  # hinged across the stem
+    _turn_on_stems(parts, preds)
+    assert "stem" in preds["handle"].info and axis_angle_error_deg(preds["handle"].axis, [0, 1, 0]) < 1.0
+    # through the middle of the contact patch (x 0.2..0.26, z 0.3..0.52)
+    assert axis_line_distance(preds["handle"].origin, preds["handle"].axis, [0.23, 0.2, 0.41], axis) < 0.01
+    near = pred([0.0, 0.98, 0.2])  # 11 deg off the stem: left alone
+    _turn_on_stems(parts, near)
+    assert "stem" not in near["handle"].info and np.allclose(near["handle"].axis, [0.0, 0.98, 0.2])
+    arm = _part("arm", ([0.0, -0.03, 0.5], [0.5, 0.03, 0.56]))  # 50 cm long, lying on the body's top
+    assert stem_axis(arm, body, 0.6) is None
+    # a handle the body holds on two opposite faces (sunk through it) has no stem either
+    through = _part("through", ([0.2, -0.3, 0.3], [0.26, 0.3, 0.42]), ([0.2, -0.06, 0.42], [0.26, 0.06, 0.6]))
+    assert stem_axis(through, body, 0.6) is None
+    # nor one in a corner, held on two faces (on the deck and against a wall)
+    deck = _part("deck", ([0.0, -0.2, 0.0], [0.5, 0.2, 0.5]), ([0.5, -0.2, 0.0], [0.6, 0.2, 0.8]))
+    corner = _part("corner", ([0.44, -0.03, 0.5], [0.5, 0.03, 0.57]))
+    assert stem_axis(corner, deck, 0.8) is None
+    on_top = stem_axis(corner, body, 0.8)  # the same knob without the wall: a stem straight up
+    assert on_top is not None and axis_angle_error_deg(on_top[0], [0, 0, 1]) < 1.0 and on_top[0][2] > 0
