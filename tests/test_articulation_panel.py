@@ -860,10 +860,10 @@ def test_a_lever_read_as_sliding_along_its_length_turns_unless_sheathed(monkeypa
 
 
 def test_a_square_door_with_its_handle_in_a_corner_hinges_opposite_it_across_the_predicted_hinge(monkeypatch):
-    """An 80 x 80 cm door whose knob sits in its lower -y corner: both hinge orientations are allowed and the knob
-    is as far out along one as along the other, so it names no orientation; it names the edge opposite it across
-    the predicted one (upright: the +y edge; along the width: the top edge). Fold 1's wide cabinet door 46744
-    (knob low in a corner) was hinged on its knob's side before (``CORNER_HANDLE``)."""
+    """An 80 x 80 cm door whose knob sits in its lower -y corner: both hinge orientations are allowed and the
+    knob is as far out along one as along the other, so it names no orientation; it names the edge opposite it
+    across the predicted one (upright: the +y edge; along the width: the top edge). Fold 1's wide cabinet door
+    46744 (knob low in a corner) was hinged on its knob's side before (``CORNER_HANDLE``)."""
     import kinemesh.articulation.infer as infer
 
     body = _carcass()
@@ -880,14 +880,16 @@ def test_a_square_door_with_its_handle_in_a_corner_hinges_opposite_it_across_the
 
 
 def test_two_single_doors_side_by_side_keep_the_hinges_their_handles_name(monkeypatch):
-    """Two 40 cm doors side by side, each with its handle bar near its +y edge (two single doors hinged on their
-    -y edges, fold 1's cabinet 48381): the right door's handle names the seam edge, and the double-door rule no
-    longer mirrors that line to the far edge (``DOUBLE_HANDLE``); a leaf whose line no handle named still is."""
+    """Two 40 cm doors side by side, each with its handle bar near its +y edge (two single doors hinged on
+    their -y edges, fold 1's cabinet 48381): the right door's handle names the seam edge, and the double-door
+    rule no longer mirrors that line to the far edge (``DOUBLE_HANDLE``); a leaf whose line no handle named
+    still is."""
     import kinemesh.articulation.infer as infer
     from kinemesh.geometry.validity import OccupancyGrid, ValidityConfig
 
     body = _carcass()
-    left = _part("left", ([-0.02, -0.4, 0.0], [0.0, -0.002, 0.8]), ([-0.06, -0.05, 0.35], [-0.02, -0.03, 0.45]))
+    left = _part("left", ([-0.02, -0.4, 0.0], [0.0, -0.002, 0.8]),
+                 ([-0.06, -0.05, 0.35], [-0.02, -0.03, 0.45]))
     right = _part("right", ([-0.02, 0.002, 0.0], [0.0, 0.4, 0.8]), ([-0.06, 0.35, 0.35], [-0.02, 0.37, 0.45]))
     parts, parents = [body, left, right], {"left": "body", "right": "body"}
     grid = OccupancyGrid(_with_tree(parts, "body", parents),
@@ -907,7 +909,8 @@ def test_two_single_doors_side_by_side_keep_the_hinges_their_handles_name(monkey
 
     ys, pr = hinge_y(True)
     assert pr["right"].info.get("panel_edge_kept") == "handle" and "moved_to_far_edge" not in pr["right"].info
-    assert abs(ys["right"] - 0.002) < 0.01 and abs(ys["left"] + 0.4) < 0.01  # the left door: its handle's far edge
+    assert abs(ys["right"] - 0.002) < 0.01
+    assert abs(ys["left"] + 0.4) < 0.01  # the left door: the edge away from its handle
     ys, pr = hinge_y(False)
     assert pr["right"].info.get("moved_to_far_edge") and abs(ys["right"] - 0.4) < 0.01  # the old rule
     # no handle: the double-door rule still mirrors seam hinges
@@ -919,13 +922,12 @@ def test_two_single_doors_side_by_side_keep_the_hinges_their_handles_name(monkey
     assert set(double_doors(bare, pr, 0.8)) == {"left", "right"}
 
 
-def test_a_compact_handle_held_on_one_face_turns_about_that_face_s_normal(monkeypatch):
-    """A faucet-like body with a cross handle (a 6 x 12 x 22 cm blade) standing on its +y face: the handle is no
-    panel, not round and not elongated, and the body covers only its -y face, so it turns on a stem along +y
-    through its contact (``stem_axis``); a prediction about a line across the stem moves there
+def test_a_compact_handle_held_on_one_face_turns_about_that_face_s_normal():
+    """A faucet-like body with a cross handle (a 6 x 12 x 22 cm blade) standing on its +y face: the handle is
+    no panel, not round and not elongated, and the body covers only its -y face, so it turns on a stem along
+    +y through its contact (``stem_axis``); a prediction about a line across the stem moves there
     (``_turn_on_stems``), one already within 20 deg stays; an elongated arm lying on the body (a stapler's), a
     part held through the body and a knob held in a corner have no stem."""
-    import kinemesh.articulation.infer as infer
     from kinemesh.articulation.infer import _turn_on_stems, stem_axis
 
     body = _part("body", ([0.0, -0.2, 0.0], [0.5, 0.2, 0.5]))
@@ -938,8 +940,8 @@ def test_a_compact_handle_held_on_one_face_turns_about_that_face_s_normal(monkey
     parts = [body, handle]
 
     def pred(ax):
-        return {"handle": PartPrediction("handle", "revolute", np.array(ax, float), np.array([0.23, 0.26, 0.3]),
-                                         (0.0, 1.5), "body", 0.9)}
+        return {"handle": PartPrediction("handle", "revolute", np.array(ax, float),
+                                         np.array([0.23, 0.26, 0.3]), (0.0, 1.5), "body", 0.9)}
 
     preds = pred([1.0, 0.0, 0.0])  # hinged across the stem
     _turn_on_stems(parts, preds)

@@ -82,12 +82,12 @@ KNOB = (0.05, 0.2, 1.5, 0.02, 0.2)  # knob: outline spread <= [0], height / diam
 ROUND = (0.05, 0.15, 1.0)  # round part: outline spread <= [0] about a box axis, height / diameter in [[1], [2]]
 BUTTON = (0.15, 0.8)  # button: largest box side <= [0] x object size, thinnest side <= [1] x the middle one
 KNOBS = True  # small round parts turn about their axis of symmetry (``_turn_knobs``)
-STEMS = True  # a compact part read as turning, held on one face only, turns about that face's normal (``stem_axis``)
-STEM = (0.3, 0.1, 20.0)  # ... face covered >= [0], the opposite <= [1], no other >= [0]; axes within [2] deg kept
+STEMS = True  # a compact part read as turning, held on one face only, turns about its normal (``stem_axis``)
+STEM = (0.3, 0.1, 20.0)  # ... face covered >= [0], opposite <= [1], no other >= [0]; axes within [2] deg kept
 EDGE = (10.0, 0.6, 0.5, 0.7)  # hinge edge: axis within [0] deg of a box axis; contact >= [1], line >= [2] / [3] to a side
 DOUBLE = True  # a double door's leaves hinge on their far edges (``_double_doors``)
-DOUBLE_HANDLE = True  # ... unless a leaf's handle put its hinge where it is (``panel_hinge``'s "handle" lines)
-CORNER_HANDLE = True  # panel_hinge: a handle in a corner names the edge opposite it across the predicted hinge
+DOUBLE_HANDLE = True  # ... unless a leaf's handle put its hinge where it is (``panel_hinge``'s handle lines)
+CORNER_HANDLE = True  # panel_hinge: a handle in a corner names the opposite edge across the predicted hinge
 LEVERS = True  # validity picks a lever's pivot across its length first (``lever_length``)
 LEVER_TURNS = True  # a lever read as sliding across its length turns instead (``lever_turns``)
 DOORS_TURN = True  # an upright panel read as sliding along its normal turns instead (``door_turns``)
@@ -940,9 +940,8 @@ def panel_hinge(part: Part, parent: Part, attached: list[Part], axis: np.ndarray
        tall door: a long side), the handle's offset across it decides alone (a handle low in a door's free
        corner); when both are allowed and the handle sits in a corner (``CORNER_HANDLE``: as far out along
        both), it names the edge opposite it across the predicted hinge's orientation (fold 1's wide cabinet
-       door, and its double-door neighbour's rule kept off doors whose handle named their side,
-       ``DOUBLE_HANDLE``: the two fold-1 doors hinged on their handle's side now right, nothing else moved on
-       the real validation split, folds 1-4 and the synthetic validation sets, seeds 0 and 1);
+       door 46744, before hinged on its knob's side; with ``DOUBLE_HANDLE`` in :func:`double_doors` these two
+       rules changed nothing else on the real validation split, folds 1-4 and the synthetic validation sets);
        only when ``axis`` lies in the panel's plane.
 
     Edge lines keep the predicted line's depth across the panel; a handle's edge is then offered again at the
@@ -1533,7 +1532,7 @@ def double_doors(parts, preds, size: float) -> dict[str, tuple[np.ndarray, np.nd
                 continue
             for b, a, pr, s in ((b1, a1, p1, 1.0), (b2, a2, p2, -1.0)):
                 if DOUBLE_HANDLE and by_handle(pr):
-                    continue  # a leaf whose handle named its hinge side keeps it (two single doors side by side)
+                    continue  # a leaf whose handle named its hinge side keeps it (single doors side by side)
                 off = float((np.asarray(pr.origin, float) - b.center) @ u)
                 if s * off > 0:  # on the seam's half
                     out[pr.name] = (a, np.asarray(pr.origin, float) - 2.0 * off * u)
