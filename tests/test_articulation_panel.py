@@ -786,9 +786,7 @@ def test_a_lever_read_as_spinning_about_its_length_turns_across_it_at_its_end(mo
     assert pr.type == "revolute" and abs(pr.axis[2]) > 0.99  # the hinge is vertical
     assert abs(pr.origin[0] - 0.02) < 0.01 and abs(pr.origin[1] - 0.06) < 0.01  # at the front end
     monkeypatch.setattr(infer, "LEVER_SPIN", False)
-    assert "swing" in read().info and abs(read().axis[2]) > 0.99  # _swing_levers turns it so too
-    monkeypatch.setattr(infer, "LEVER_SWING", 0.0)
-    assert abs(read().axis[0]) > 0.99  # without either rule it spins about its length
+    assert abs(read().axis[0]) > 0.99  # without the rule it spins about its length
 
 
 def test_a_handle_is_found_on_a_panel_whose_box_is_tilted():
@@ -964,46 +962,3 @@ def test_a_compact_handle_held_on_one_face_turns_about_that_face_s_normal():
     assert stem_axis(corner, deck, 0.8) is None
     on_top = stem_axis(corner, body, 0.8)  # the same knob without the wall: a stem straight up
     assert on_top is not None and axis_angle_error_deg(on_top[0], [0, 0, 1]) < 1.0 and on_top[0][2] > 0
-
-
-def test_a_lever_turning_sideways_swings_towards_its_parent_instead():
-    """``_swing_levers``: a stapler's arm (a 50 x 6 x 4 cm bar lying 3 cm above its base, held on a post at its
-    back end) read as turning about the vertical (sideways, fold 3's stapler arms and eyeglass temples) swings
-    about the axis across its length and the direction to its base (``swing_axis``: here y), through its
-    contact at the back end; a prediction within ``LEVER_SWING`` deg of that axis, a knob's and a part with no
-    lever shape (a block on the base) are left alone."""
-    from kinemesh.articulation.infer import LEVER_SWING, _swing_levers, swing_axis
-
-    base = _part("base", ([0.0, -0.04, 0.0], [0.55, 0.04, 0.05]))
-    arm = _part("arm", ([0.0, -0.03, 0.08], [0.5, 0.03, 0.12]), ([0.0, -0.02, 0.05], [0.04, 0.02, 0.08]))
-    found = swing_axis(arm, base, 0.55)
-    assert found is not None
-    axis, point = found
-    assert axis_angle_error_deg(axis, [0, 1, 0]) < 1.0
-    assert abs(point[2] - 0.05) < 0.01 and 0.0 <= point[0] <= 0.04  # on the post, on top of the base
-    parts = [base, arm]
-
-    def pred(ax, **info):
-        pr = PartPrediction("arm", "revolute", np.array(ax, float), np.array([0.25, 0.0, 0.1]), (0.0, 1.0), "base",
-                            0.9)
-        pr.info.update(info)
-        return {"arm": pr}
-
-    sideways = pred([0.0, 0.0, 1.0])
-    _swing_levers(parts, sideways)
-    pr = sideways["arm"]
-    assert "swing" in pr.info and axis_angle_error_deg(pr.axis, [0, 1, 0]) < 1.0
-    assert axis_line_distance(pr.origin, pr.axis, [0.02, 0.0, 0.05], [0, 1, 0]) < 0.01
-    assert pr.limits == (0.0, 1.0)
-    tilt = np.radians(LEVER_SWING - 5.0)
-    near = pred([0.0, np.cos(tilt), np.sin(tilt)])  # within LEVER_SWING deg: kept
-    _swing_levers(parts, near)
-    assert "swing" not in near["arm"].info and abs(near["arm"].axis[2] - np.sin(tilt)) < 1e-12
-    knob = pred([0.0, 0.0, 1.0], knob=True)
-    _swing_levers(parts, knob)
-    assert "swing" not in knob["arm"].info and knob["arm"].axis[2] == 1.0
-    block = _part("arm", ([0.2, -0.03, 0.05], [0.3, 0.03, 0.1]))  # 10 x 6 x 5 cm: no lever
-    assert swing_axis(block, base, 0.55) is None
-    squat = pred([0.0, 0.0, 1.0])
-    _swing_levers([base, block], squat)
-    assert "swing" not in squat["arm"].info

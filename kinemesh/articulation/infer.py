@@ -95,7 +95,6 @@ BUTTON_LIMITS = True  # a button already pressed inwards gets limits (0, travel)
 FIXED_BUTTONS = True  # a button on the root that the network reads as fixed moves (see ``articulate``)
 FLAT_BUTTONS = True  # a flat button read as turning about its normal is pressed instead (``flat_button``)
 LEVER_SPIN = True  # a lever read as spinning about its length turns across it (``lever_spin``)
-LEVER_SWING = 31.0  # a lever turning more than this many deg off length x (towards its parent) turns about it
 LEVER_ALONG = True  # ... and so does one read as sliding along its length that its parent does not sheathe
 HANDLE_PLANE = True  # panel_hinge: an upright panel's handle is sought above its tilted face (``_face_plane``)
 FLAT = 0.2  # ... flat: thinnest box side <= this x its largest (a knob stands out more, ``KNOB[1]``)
@@ -368,8 +367,6 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
         if STEMS:
             _turn_on_stems(parts, preds, seed=seed)
         _roll_wheels(parts, root, preds, seed=seed)
-    if check_validity and LEVER_SWING:
-        _swing_levers(parts, preds, seed=seed)
     for pr in preds.values():
         pr.info.pop("alternatives", None)
     return [preds[p.name] for p in parts if p.name in preds]
@@ -755,8 +752,12 @@ def lever_spin(part: Part, parent: Part, axis: np.ndarray, size: float, seed: in
     length = lever_length(part, parent, size, seed)
     if length is None or not along_length(axis, length):
         return None
-    found = swing_axis(part, parent, size, seed, length=length)
-    return None if found is None else (length, *found)
+    d = parent.vertices.mean(0) - part.vertices.mean(0)
+    a = np.cross(length, d / max(float(np.linalg.norm(d)), 1e-12))
+    if np.linalg.norm(a) < 0.3:
+        return None
+    C = _rest_contact(part, parent, size, seed)[2]
+    return length, a / np.linalg.norm(a), C.mean(0)
 
 
 def door_turns(part: Part, raw, size: float) -> bool:
@@ -1376,45 +1377,6 @@ def _turn_on_stems(parts, preds, seed: int = 0) -> None:
         if abs(float(axis @ pr.axis)) / float(np.linalg.norm(pr.axis)) >= np.cos(np.radians(STEM[2])):
             continue
         pr.info["stem"] = {"axis": [float(x) for x in pr.axis]}
-        pr.axis, pr.origin = axis, point
-
-
-def swing_axis(part: Part, parent: Part, size: float, seed: int = 0,
-               length: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
-    """The axis a lever (:func:`lever_length`, or its given ``length`` (3,) unit) swings about towards or away
-    from its parent: (length x the direction from its centre to its parent's centre (3,) unit, the centroid of
-    its rest contact (3,) m), or None for no lever or a parent along its length."""
-    length = lever_length(part, parent, size, seed) if length is None else length
-    if length is None:
-        return None
-    d = parent.vertices.mean(0) - part.vertices.mean(0)
-    a = np.cross(length, d / max(float(np.linalg.norm(d)), 1e-12))
-    if np.linalg.norm(a) < 0.3:
-        return None
-    return a / np.linalg.norm(a), _rest_contact(part, parent, size, seed)[2].mean(0)
-
-
-def _swing_levers(parts, preds, seed: int = 0) -> None:
-    """Decoding rule: a lever read as turning (not a knob, a stem or a wheel) about an axis more than
-    ``LEVER_SWING`` deg off its swing axis (:func:`swing_axis`) swings about that axis instead, limits kept.
-
-    On data/real_train 19 levers name a swing axis; 15 turn within 31 deg of it (eyeglass temples, stapler
-    arms, a knife blade, three faucet handles), 4 faucet handles lying along their faucet's body turn about
-    the line towards it. The network trained without those categories (fold 3) turned temples, arms and blades
-    about lines 90 deg off."""
-    by = {p.name: p for p in parts}
-    size = object_extent(parts)[0]
-    for pr in preds.values():
-        if (pr.type != "revolute" or pr.parent not in by
-                or any(k in pr.info for k in ("knob", "stem", "wheel", "cap"))):
-            continue
-        found = swing_axis(by[pr.name], by[pr.parent], size, seed)
-        if found is None:
-            continue
-        axis, point = found
-        if abs(float(axis @ pr.axis)) / float(np.linalg.norm(pr.axis)) >= np.cos(np.radians(LEVER_SWING)):
-            continue
-        pr.info["swing"] = {"axis": [float(x) for x in pr.axis], "origin": [float(x) for x in pr.origin]}
         pr.axis, pr.origin = axis, point
 
 
