@@ -170,6 +170,13 @@ def test_category_held_out_check_takes_every_object_of_those_categories(tmp_path
     title, objects, breakdown = sections(cfg)[-1]
     assert "category-held-out" in title and breakdown == "object"
     assert sorted(n for n, _ in objects) == ["obj__1000", "obj__1003"]  # both splits, only that category
+    # --real-only: the real validation split and the held-out categories, no synthetic object
+    only = sections(ArticulationEvalConfig(n_objects=1, validation=True, real_val=str(folder),
+                                           holdout_categories="TinyCabinet", real_only=True))
+    assert [t.split(" (")[0] for t, _, _ in only] == ["real validation split", "category-held-out check"]
+    assert [n for n, _ in only[0][1]] == ["obj__1003"]
+    with pytest.raises(ConfigError, match="--real-only needs"):
+        ArticulationEvalConfig(real_only=True, holdout_categories="TinyCabinet")
     with pytest.raises(ConfigError, match="--real-val"):
         sections(ArticulationEvalConfig(n_objects=1, validation=True, holdout_categories="TinyCabinet"))
     with pytest.raises(ConfigError, match="no object"):

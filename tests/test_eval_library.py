@@ -189,6 +189,11 @@ def test_articulation_rows(tmp_path, monkeypatch):
     doc = articulation.report(res, cfg, "OUT.md")
     assert "--n-objects 1 --real %s --no-unlike --no-heuristic --out OUT.md --seed 0" % cfg.real in doc
     assert "#### real PartNet-Mobility objects (1, %s): %s, per object" % (cfg.real, ours) in doc
+    # a fold's report names its held-out categories, its weights and --real-only, so the command reruns it
+    fold = articulation.ArticulationEvalConfig(n_objects=1, real_val="r", holdout_categories="Oven,Box",
+                                               weights="runs/fold/x", real_only=True, no_heuristic=True)
+    assert ("--real-val r --holdout-categories Oven,Box --weights runs/fold/x --real-only --no-heuristic"
+            in articulation.report(res, fold, "F.md"))
 
 
 @pytest.mark.parametrize("make,message", [

@@ -49,10 +49,16 @@ class ArticulationEvalConfig:
                                                   "kinemesh.articulation.train --exclude-categories (for weights "
                                                   "that saw them it measures memory)")
     no_unlike: bool = option(False, "skip the held-out unlike categories (kinemesh.synth.unlike)")
+    real_only: bool = option(False, "only the real sets (--real, --real-val, --holdout-categories): no synthetic "
+                                    "or unlike objects")
     seed: int = option(0)
 
     def __post_init__(self):
         check(self)
+        if self.real_only and not (self.real or self.real_val):
+            from kinemesh.errors import ConfigError
+
+            raise ConfigError("--real-only needs --real FOLDER or --real-val FOLDER (the real objects to evaluate)")
 
 
 def is_real_validation(object_id: str, val_fraction: float = 0.2) -> bool:
@@ -343,7 +349,8 @@ def evaluate(cfg: ArticulationEvalConfig) -> Result:
 def sections(cfg: ArticulationEvalConfig) -> list[tuple[str, list, str | None]]:
     """The evaluated sets of :func:`evaluate`: (title, [(name, ArticulatedObject)], breakdown) each; the test
     sets, or with ``cfg.validation`` the model-selection sets (seeds from ``VALIDATION_SEED_BASE``, below the
-    test seeds), plus the unlike categories, ``cfg.real`` and ``cfg.real_val`` as asked."""
+    test seeds), plus the unlike categories, ``cfg.real`` and ``cfg.real_val`` as asked; with ``cfg.real_only``
+    only the real sets."""
     from kinemesh.articulation.dataset import HOLDOUT_CATEGORIES, TEST_SEED_BASE, build_object
     from kinemesh.synth.categories import CATEGORIES
 
@@ -358,7 +365,9 @@ def sections(cfg: ArticulationEvalConfig) -> list[tuple[str, list, str | None]]:
         return out
 
     seen = [c for c in CATEGORIES if c not in HOLDOUT_CATEGORIES]
-    if cfg.validation:
+    if cfg.real_only:
+        sections = []
+    elif cfg.validation:
         from kinemesh.articulation.realism import augment
 
         val = objs(seen + ["assembly"], VALIDATION_SEED_BASE)
@@ -374,7 +383,7 @@ def sections(cfg: ArticulationEvalConfig) -> list[tuple[str, list, str | None]]:
         sections = [("held-out instances of training categories", objs(seen, base), None),
                     ("held-out categories (" + ", ".join(HOLDOUT_CATEGORIES) + ")", objs(HOLDOUT_CATEGORIES, base),
                      None)]
-    if not cfg.validation and not cfg.no_unlike:
+    if not (cfg.validation or cfg.no_unlike or cfg.real_only):
         from kinemesh.synth.unlike import UNLIKE_CATEGORIES, build_unlike
 
         sections.append(("held-out unlike categories (kinemesh.synth.unlike, " + str(len(UNLIKE_CATEGORIES)) + ")",
@@ -420,7 +429,10 @@ def report(res: Result, cfg: ArticulationEvalConfig, out: str) -> str:
     from kinemesh.articulation.dataset import HOLDOUT_CATEGORIES, TEST_SEED_BASE
 
     cmd = (f"kinemesh eval articulation --n-objects {cfg.n_objects}" + (f" --real {cfg.real}" if cfg.real else "")
-           + (f" --real-val {cfg.real_val}" if cfg.real_val else "") + (" --no-unlike" if cfg.no_unlike else "")
+           + (f" --real-val {cfg.real_val}" if cfg.real_val else "")
+           + (f" --holdout-categories {cfg.holdout_categories}" if cfg.holdout_categories else "")
+           + (f" --weights {cfg.weights}" if cfg.weights else "") + (" --real-only" if cfg.real_only else "")
+           + (" --no-unlike" if cfg.no_unlike else "")
            + (" --no-heuristic" if cfg.no_heuristic else "") + (" --clouds" if cfg.clouds else "")
            + (" --only-motion" if cfg.only_motion else "") + (" --validation" if cfg.validation else "")
            + f" --out {out} --seed {cfg.seed}")
