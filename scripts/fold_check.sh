@@ -2,9 +2,9 @@
 # The category-held-out check of the articulation decoding (issue 16): four networks, each trained without some
 # real PartNet-Mobility categories, read every object of those categories (both splits of REAL), seeds 0-3.
 # A fold measures reading categories never trained on through ONE trained network (members 1, the TrainConfig
-# recipe, not the shipped 27-network ensemble); a retrained network reads a fold differently (session 40:
-# fold 3 17.50 deg with the sessions 32-39 network, 25.72 with a retrained one), so compare decodings on the
-# same networks only.
+# recipe, not the shipped 27-network ensemble); training is seeded (same code and libraries, same bytes),
+# but a network trained with other code reads a fold differently (session 40: fold 3 17.50 deg with the
+# sessions 32-39 network, 25.72 with today's), so compare decodings on the same networks only.
 # Time on the shared 2-core machine: 13-20 min per network (data 250-420 s), 1-3 min per fold and seed (the real validation split is scored too).
 # Usage: [REAL=data/real_train] [FOLDS="1 2 3 4"] [SEEDS="0 1 2 3"] [OUT=runs/folds] scripts/fold_check.sh
 # Networks go to runs/fold/NAME (kept: a second run only evaluates); reports to OUT/foldF_sS.md; the last lines
