@@ -5,7 +5,8 @@
 # recipe, not the shipped 27-network ensemble); training is seeded (same code and libraries, same bytes),
 # but a network trained with other code reads a fold differently (session 40: fold 3 17.50 deg with the
 # sessions 32-39 network, 25.72 with today's), so compare decodings on the same networks only.
-# Time on the shared 2-core machine: 13-20 min per network (data 250-420 s), 1-3 min per fold and seed (the real validation split is scored too).
+# Time on the shared 2-core machine: 13-20 min per network (data 250-420 s), 1-3 min per fold and seed (the real
+# validation split is scored too).
 # Usage: [REAL=data/real_train] [FOLDS="1 2 3 4"] [SEEDS="0 1 2 3"] [OUT=runs/folds] scripts/fold_check.sh
 # Networks go to runs/fold/NAME (kept: a second run only evaluates); reports to OUT/foldF_sS.md; the last lines
 # print each report's row of the held-out categories (axis deg mean / median, origin, type P, type R, parent).

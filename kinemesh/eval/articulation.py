@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kinemesh.errors import ConfigError
 from kinemesh.eval import Result, check, option
 
 log = logging.getLogger(__name__)
@@ -56,9 +57,9 @@ class ArticulationEvalConfig:
     def __post_init__(self):
         check(self)
         if self.real_only and not (self.real or self.real_val):
-            from kinemesh.errors import ConfigError
-
             raise ConfigError("--real-only needs --real FOLDER or --real-val FOLDER (the real objects to evaluate)")
+        if self.holdout_categories and not self.real_val:
+            raise ConfigError("--holdout-categories needs --real-val FOLDER (the folder whose objects it takes)")
 
 
 def is_real_validation(object_id: str, val_fraction: float = 0.2) -> bool:
@@ -397,11 +398,7 @@ def sections(cfg: ArticulationEvalConfig) -> list[tuple[str, list, str | None]]:
         sections.append((f"real validation split ({len(real_val)} objects of {cfg.real_val}, CRC32 of the id, 20%)",
                          real_val, "object"))
     if cfg.holdout_categories:
-        from kinemesh.errors import ConfigError
-
         cats = [c.strip() for c in cfg.holdout_categories.split(",") if c.strip()]
-        if not cfg.real_val:
-            raise ConfigError("--holdout-categories needs --real-val FOLDER (the folder whose objects it takes)")
         held = [(n, o) for n, o in load_real_objects(cfg.real_val) if o.category in cats]
         if not held:
             raise ConfigError(f"--holdout-categories: no object of {cats} in {cfg.real_val}")
