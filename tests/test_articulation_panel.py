@@ -695,6 +695,43 @@ def test_a_cap_twists_off_a_tall_bottle_and_a_lid_lifts_off_a_squat_pot():
     assert pr.type == "revolute" and np.allclose(pr.axis, [1.0, 0.0, 0.0]) and pr.type_from() == "network"
 
 
+def test_a_narrow_cap_over_a_bottles_neck_twists_off_too(monkeypatch):
+    """``TALL_CAPS``: on a tall bottle a round cap at the top twists off however narrow it is (a third of the
+    bottle's width) or however deep it sits over the neck (its rim 80 % of its height below the neck's top);
+    without the flag both fail ``CAP``'s width and sitting-on-top checks and stay as the network read them. A
+    round part at the top of a squat parent still needs those checks (a small knob on a pot stays)."""
+    import trimesh
+
+    from kinemesh.articulation import infer
+
+    def cyl(r, h, z):
+        m = trimesh.creation.cylinder(radius=r, height=h, sections=48)
+        m.apply_translation([0.0, 0.0, z + h / 2])
+        return m
+
+    def part(name, *meshes):
+        m = trimesh.util.concatenate(list(meshes))
+        return Part(name, np.asarray(m.vertices), np.asarray(m.faces))
+
+    def read(parent, top):
+        pr = PartPrediction(top.name, "prismatic", np.array([0.0, 0.0, 1.0]), np.zeros(3), (0.0, 0.02),
+                            parent.name, 0.9, "", {"slide_travel": 0.01})
+        infer._caps([parent, top], {top.name: pr})
+        return pr
+
+    bottle = part("bottle", cyl(0.045, 0.22, 0.0), cyl(0.012, 0.03, 0.22))  # neck top 0.25
+    narrow = part("cap", cyl(0.015, 0.02, 0.25))  # a third of the bottle's width
+    deep = part("cap", cyl(0.016, 0.025, 0.23))  # over the neck: 0.02 of its 0.025 below the neck's top
+    for cap in (narrow, deep):
+        pr = read(bottle, cap)
+        assert pr.type == "revolute" and pr.limits == (-np.pi, np.pi) and pr.type_from() == "shape: cap"
+    pot = part("pot", cyl(0.15, 0.15, 0.0))
+    assert "cap" not in read(pot, part("knob", cyl(0.015, 0.01, 0.15))).info  # a knob on a squat pot: no cap
+    monkeypatch.setattr(infer, "TALL_CAPS", False)
+    for cap in (narrow, deep):
+        assert "cap" not in read(bottle, cap).info
+
+
 def test_a_flap_read_as_sliding_turns_about_the_edge_it_touches_its_parent_along(monkeypatch):
     """The type rule of ``articulate`` (``FLAPS_TURN``, ``flap_turns``): a box's flap stored open, touching
     the box along one edge only, that the network reads as sliding in its plane (fold 2's cardboard boxes)

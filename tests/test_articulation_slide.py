@@ -108,3 +108,69 @@ def test_a_shallow_drawer_read_as_turning_slides_out_when_no_turn_sweeps_free(mo
     assert read(None).type == "revolute"  # nothing swept: the shape alone does not overrule a panel's turn
     monkeypatch.setattr(infer, "STUCK_SLIDES", False)
     assert read([False, False, False]).type == "revolute"
+
+
+def _table():
+    """A desk (its front faces -X): a 1 m top at z 0.70-0.73, legs to the floor, a back and two side aprons
+    under the top framing a drawer open in front and underneath."""
+    t = 0.02
+    return _part("body", ([0, -0.5, 0.70], [0.6, 0.5, 0.73]),  # top
+                 ([0, -0.5, 0], [0.04, -0.46, 0.70]), ([0, 0.46, 0], [0.04, 0.5, 0.70]),  # front legs
+                 ([0.56, -0.5, 0], [0.6, -0.46, 0.70]), ([0.56, 0.46, 0], [0.6, 0.5, 0.70]),  # back legs
+                 ([0.0, -0.25 - t, 0.58], [0.6, -0.25, 0.70]), ([0.0, 0.25, 0.58], [0.6, 0.25 + t, 0.70]),
+                 ([0.6 - t, -0.25, 0.58], [0.6, 0.25, 0.70]))
+
+
+def test_a_table_drawer_open_in_front_and_underneath_slides_out_of_the_flush_front(monkeypatch):
+    """``SLIDE_FRONT``: walled by the top, the back and two aprons, the drawer is open on two faces; the front
+    is flush with the desk's outside, the bottom has the legs' 58 cm below it, so it slides out of the front.
+    Without the whole object (or with both faces flush) the shape does not say."""
+    from kinemesh.articulation import infer
+
+    body = _table()
+    drawer = _part("drawer", ([0.0, -0.24, 0.60], [0.56, 0.24, 0.69]))
+    whole = np.concatenate([body.vertices, drawer.vertices])
+    out = slide_out(drawer, body, whole=whole)
+    assert out is not None and axis_angle_error_deg(out, [-1, 0, 0]) < 1.0 and out[0] < 0
+    assert slide_out(drawer, body) is None  # two open faces and no object to tell the front
+    flat = whole[whole[:, 2] > 0.5]  # legs cut off: the bottom is flush too, so neither face decides
+    assert slide_out(drawer, body, whole=flat) is None
+    # the decoding pass: a drawer read sliding down through its open bottom slides out of the front instead
+    preds = {"drawer": _pred("drawer", "prismatic", [0, 0, -1], 0.1)}
+    _slide_out([body, drawer], preds)
+    p = preds["drawer"]
+    assert axis_angle_error_deg(p.axis, [-1, 0, 0]) < 1.0 and p.axis[0] < 0 and p.info["slid_out"]
+    monkeypatch.setattr(infer, "SLIDE_FRONT", 0.0)  # switched off: the two open faces leave it as read
+    preds = {"drawer": _pred("drawer", "prismatic", [0, 0, -1], 0.1)}
+    _slide_out([body, drawer], preds)
+    assert "slid_out" not in preds["drawer"].info
+
+
+def test_a_round_tray_walled_in_along_its_axis_turns(monkeypatch):
+    """``TRAYS`` (``in_cavity``, ``_round_parts``): a flat disc on the floor of the cabinet, under its
+    ceiling, read as lifting (sliding along its axis) spins about its axis without limits: the carcass blocks
+    the slide both ways. The same disc on an open plate (nothing above it: a round button) keeps its slide,
+    and so does the tray with the flag off."""
+    import trimesh
+
+    from kinemesh.articulation import infer
+
+    disc = trimesh.creation.cylinder(radius=0.15, height=0.01, sections=48)
+    disc.apply_translation([0.25, 0.0, 0.025])
+    tray = Part("tray", np.asarray(disc.vertices), np.asarray(disc.faces))
+    plate = _part("body", ([0.0, -0.4, 0.0], [0.5, 0.4, 0.02]))
+
+    def read(parent):
+        pr = _pred("tray", "prismatic", [0, 0, 1], 0.05)
+        infer._round_parts([parent, tray], {"tray": pr})
+        return pr
+
+    assert infer.in_cavity(tray, _carcass(), [0, 0, 1]) and not infer.in_cavity(tray, plate, [0, 0, 1])
+    monkeypatch.setattr(infer, "TRAYS", True)
+    pr = read(_carcass())
+    assert pr.type == "revolute" and axis_angle_error_deg(pr.axis, [0, 0, 1]) < 1.0
+    assert pr.limits == (-np.pi, np.pi) and np.allclose(pr.origin[:2], [0.25, 0.0], atol=1e-3)
+    assert pr.type_from() == "shape: tray"
+    assert read(plate).type == "prismatic"
+    monkeypatch.setattr(infer, "TRAYS", False)
+    assert read(_carcass()).type == "prismatic"

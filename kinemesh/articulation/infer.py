@@ -100,9 +100,11 @@ HANDLE_PLANE = True  # panel_hinge: an upright panel's handle is sought above it
 FLAT = 0.2  # ... flat: thinnest box side <= this x its largest (a knob stands out more, ``KNOB[1]``)
 DOOR_SIZE = 0.3  # door_turns: the panel's largest side is at least this x the object's largest side
 STUCK_SLIDES = True  # _slide_out: a panel read as turning, enclosed, that no swept turn frees, slides out too
+TRAYS = True  # _round_parts: a round part walled in along its axis by its parent turns about it (a turntable)
 FLAT_LIFT = True  # _round_parts: a flat round part read as sliding slides along its axis too
 CAPS = True  # a round part covering its parent's top twists off a tall parent, lifts off a squat one
 CAPS_KEEP_HINGE = True  # ... but one read as hinged about a line across it keeps its hinge (a trash can's lid)
+TALL_CAPS = True  # ... on a tall parent a round part at its top twists off, however narrow or sunk
 CAP = (0.5, 1.3)  # ... its diameter >= [0] x the parent's width; tall: parent height >= [1] x its width
 FLAPS_TURN = True  # a panel read as sliding that touches its parent along one edge turns (``flap_turns``)
 LIDS_HINGE = True  # a broad square-ish panel read as turning about its normal turns about a line in its plane
@@ -115,6 +117,8 @@ SAMPLINGS = 4  # the network's outputs averaged over this many surface samplings
 SLAB = True  # revolute panels' hinge lines move to the middle of their slab (``_snap_to_slab``)
 SLIDE_OUT = (0.4, 0.5, 0.8)  # slide out: one box face covered by the parent on <= [0] of its footprint, the other
 # five >= [1]; travel [2] x the part's depth along the slide
+SLIDE_FRONT = 0.1  # ... or two open faces, one flush with the object's outside (the object reaches <= this x
+# its size beyond it; beyond the other > this): a table's drawer, open in front and underneath
 
 
 @dataclass
@@ -133,13 +137,13 @@ class PartPrediction:
 
     def type_from(self) -> str:
         """Where the motion type came from: "prompt" (a text prompt's verb), "shape: <rule>" when a decoding
-        rule set it from the part's shape (a door, a lever, a button, a knob, a wheel, a cap or lid, a part
-        that slides out of its parent), else the predictor's ``info["source"]`` ("observed motion",
-        "heuristic"), else "network". ``confidence`` stays the predictor's own."""
+        rule set it from the part's shape (a door, a lever, a button, a knob, a wheel, a cap or lid, a
+        turntable, a part that slides out of its parent), else the predictor's ``info["source"]``
+        ("observed motion", "heuristic"), else "network". ``confidence`` stays the predictor's own."""
         i = self.info
         if i.get("type_from_prompt"):
             return "prompt"
-        for rule in ("wheel", "knob", "cap"):
+        for rule in ("wheel", "knob", "cap", "tray"):
             if i.get(rule):
                 return f"shape: {rule}"
         if i.get("slid_out") and i["slid_out"].get("from") != self.type:
@@ -527,7 +531,8 @@ def enclosure(part: Part, parent: Part, seed: int = 0, grid: int = 8, tol: float
     return box, cover
 
 
-def slide_out(part: Part, parent: Part, seed: int = 0, box=None) -> np.ndarray | None:
+def slide_out(part: Part, parent: Part, seed: int = 0, box=None,
+              whole: np.ndarray | None = None) -> np.ndarray | None:
     """The direction (3,) a part slides out of its parent, or None when the shape does not say: when the
     parent walls off five faces of the part's box (:func:`enclosure` cover >= ``SLIDE_OUT[1]``) and leaves the
     sixth open (cover <= ``SLIDE_OUT[0]``), that face's outward normal. A drawer in its carcass, a dishwasher
@@ -535,13 +540,26 @@ def slide_out(part: Part, parent: Part, seed: int = 0, box=None) -> np.ndarray |
     faces open. Measured on the real training and validation objects (data/real_train): 33 movable parts are
     enclosed this way; 29 of the 30 prismatic ones slide out of the open face (the other slides sideways),
     and 3 turn (a stapler arm; a microwave's door and turntable, both thin panels). ``box``: as
-    :func:`enclosure`."""
+    :func:`enclosure`.
+
+    ``whole``: the whole object's vertices; with them a part walled on four faces and open on two slides out
+    of the open face flush with the object's outside (``SLIDE_FRONT``) when the other is not: a table's drawer
+    hangs under the top, open in front and underneath. On data/real_train 8 movable parts are enclosed this
+    way, all drawers: in 6 the front is flush (the object reaches <= 0.012 x its size beyond it) and the
+    bottom is not (>= 0.30), in 2 neither face decides (both flush; both >= 0.21) and nothing is said."""
     box, cover = enclosure(part, parent, seed, box=box)
-    k, s = np.unravel_index(int(np.argmin(cover)), cover.shape)
-    walls = np.delete(cover.ravel(), 2 * k + s)  # the other five faces
-    if cover[k, s] > SLIDE_OUT[0] or walls.min() < SLIDE_OUT[1]:
+    c = cover.ravel()
+    open_ = np.flatnonzero(c <= SLIDE_OUT[0])
+    most = 2 if whole is not None else 1  # open faces
+    if np.delete(c, open_).min(initial=1.0) < SLIDE_OUT[1] or not 1 <= len(open_) <= most:
         return None
-    return (1.0 if s else -1.0) * box.axes[k]
+    faces = [(1.0 if i % 2 else -1.0) * box.axes[i // 2] for i in open_]
+    if len(faces) == 1:
+        return faces[0]
+    size = float(np.linalg.norm(np.ptp(whole, axis=0)))
+    gaps = [float((whole @ d).max() - (part.vertices @ d).max()) / size for d in faces]  # object beyond each
+    flush = [d for d, g in zip(faces, gaps) if g <= SLIDE_FRONT]
+    return flush[0] if len(flush) == 1 else None
 
 
 def _stuck(pr: PartPrediction) -> bool:
@@ -563,6 +581,7 @@ def _slide_out(parts, preds, seed: int = 0) -> None:
     from kinemesh.articulation.candidates import part_box
 
     by = {p.name: p for p in parts}
+    whole = np.concatenate([p.vertices for p in parts])
     for pr in preds.values():
         if pr.type not in ("prismatic", "revolute") or pr.parent not in by:
             continue
@@ -571,7 +590,7 @@ def _slide_out(parts, preds, seed: int = 0) -> None:
         e = np.sort(box.extents)
         if pr.type == "revolute" and e[0] <= PANEL_THIN * e[1] and not (STUCK_SLIDES and _stuck(pr)):
             continue
-        out = slide_out(part, by[pr.parent], seed, box=box)
+        out = slide_out(part, by[pr.parent], seed, box=box, whole=whole if SLIDE_FRONT else None)
         if out is None or (pr.type == "prismatic" and float(np.asarray(pr.axis) @ out) > np.cos(np.radians(10.0))):
             continue
         travel = max(pr.info["slide_travel"], SLIDE_OUT[2] * float(np.ptp(part.vertices @ out)))
@@ -1135,6 +1154,16 @@ def round_axis(part: Part, seed: int = 0, flat: bool = False) -> tuple[np.ndarra
     return box.axes[k].copy(), box.center.copy()
 
 
+def in_cavity(part: Part, parent: Part, axis: np.ndarray, seed: int = 0) -> bool:
+    """Whether ``parent`` covers both faces of ``part``'s box across ``axis`` (:func:`enclosure` cover >=
+    ``SLIDE_OUT[1]`` towards both sides of the box axis nearest ``axis``): the part sits in a cavity of its
+    parent, which blocks a slide along the axis either way (a microwave's turntable under the oven's
+    ceiling)."""
+    box, cover = enclosure(part, parent, seed)
+    k = int(np.argmax(np.abs(box.axes @ np.asarray(axis, float))))
+    return bool(cover[k].min() >= SLIDE_OUT[1])
+
+
 def _round_parts(parts, preds, seed: int = 0) -> None:
     """Decoding rule: a movable part that :func:`round_axis` finds round moves along or about its axis of
     symmetry, with its predicted type and limits: a turning one about the axis through the circle's centre, a
@@ -1143,7 +1172,13 @@ def _round_parts(parts, preds, seed: int = 0) -> None:
     across them. With ``FLAT_LIFT`` a flat round part (height / diameter below ``ROUND[1]``) read as sliding
     slides along its axis too: on data/real_train all 30 flat round movable parts move along or about their
     axis (bottle caps, oven knobs, microwave turntables); a flat one read as turning keeps its line (the
-    synthetic porthole doors and trash-can lids are hinged)."""
+    synthetic porthole doors and trash-can lids are hinged).
+
+    With ``TRAYS`` a round part read as sliding that sits in a cavity of its parent (:func:`in_cavity`) turns
+    about its axis without limits instead: a slide along the axis is blocked both ways, and a circle turning
+    about its own axis sweeps no new space. On data/real_train exactly two round movable parts are walled in
+    so, both microwave turntables, both turning (a camera's round buttons have nothing above them); the
+    network that never saw a microwave (fold 1) reads both as sliding."""
     by = {p.name: p for p in parts}
     for pr in preds.values():
         if pr.type == "fixed" or pr.parent not in by:
@@ -1154,6 +1189,11 @@ def _round_parts(parts, preds, seed: int = 0) -> None:
         if found is None:
             continue
         a, centre = found
+        if TRAYS and pr.type == "prismatic" and in_cavity(by[pr.name], by[pr.parent], a, seed):
+            # walled in along its axis on both faces it can neither lift off nor be pressed out: it spins
+            pr.info["tray"] = {"from": pr.type, "axis": np.asarray(pr.axis, float).tolist()}
+            pr.type, pr.axis, pr.origin, pr.limits = "revolute", a, centre, (-np.pi, np.pi)
+            continue
         if abs(float(a @ pr.axis)) >= np.cos(np.radians(10.0)):
             continue  # already about or along it
         if pr.type == "prismatic":
@@ -1176,7 +1216,12 @@ def _caps(parts, preds, seed: int = 0) -> None:
     turning about a line across its axis keeps that hinge: round hinged lids are common (trash cans, toilet
     seats), and on 20 synthetic validation trash cans, washing machines and chests each (seeds 90000+) the
     rule without it turned a rightly hinged lid into a lifting one (types 0.977 -> 0.962); fold 4 then keeps
-    one flat cap read as hinged (axis 5.36 -> 6.73 deg)."""
+    one flat cap read as hinged (axis 5.36 -> 6.73 deg).
+
+    ``TALL_CAPS``: on a tall parent, a round upright part whose top is at or above the parent's twists off
+    however narrow it is or however deep it sits over the neck: on data/real_train 9 more bottle caps
+    (0.24-0.46 x the bottle's width, or sunk 0.42-0.94 of their height below the bottle's top), all
+    twisting; no round upright part of another category sits at the top of a tall parent."""
     by = {p.name: p for p in parts}
     for pr in preds.values():
         if pr.type == "fixed" or pr.parent not in by:
@@ -1190,9 +1235,10 @@ def _caps(parts, preds, seed: int = 0) -> None:
         lo, hi = part.vertices.min(0), part.vertices.max(0)
         plo, phi = parent.vertices.min(0), parent.vertices.max(0)
         width = float(max(phi[:2] - plo[:2]))
-        if lo[2] < phi[2] - 0.3 * (hi[2] - lo[2]) or max(hi[:2] - lo[:2]) < CAP[0] * width:
-            continue
         tall = phi[2] - plo[2] >= CAP[1] * width
+        neck = TALL_CAPS and tall and hi[2] >= phi[2]  # at the top of a tall parent: a cap on a bottle's neck
+        if not neck and (lo[2] < phi[2] - 0.3 * (hi[2] - lo[2]) or max(hi[:2] - lo[:2]) < CAP[0] * width):
+            continue
         pr.info["cap"] = {"from": pr.type, "axis": [float(x) for x in pr.axis]}
         axis = np.array([0.0, 0.0, 1.0])
         if tall:
