@@ -999,3 +999,46 @@ def test_a_compact_handle_held_on_one_face_turns_about_that_face_s_normal():
     assert stem_axis(corner, deck, 0.8) is None
     on_top = stem_axis(corner, body, 0.8)  # the same knob without the wall: a stem straight up
     assert on_top is not None and axis_angle_error_deg(on_top[0], [0, 0, 1]) < 1.0 and on_top[0][2] > 0
+
+
+def test_validity_keeps_an_upright_door_on_its_long_side_when_no_line_there_sweeps_free(monkeypatch):
+    """``HINGE_FORCE``: the tall narrow door read as a flap hinged along its bottom edge (0.6, sweeps free);
+    the network's two lines on a long side both scrape the carcass (its middle, 0.3: half the door sweeps into
+    the carcass; a line 3 cm in from the left edge, 0.2: a strip of the door sweeps through the side wall).
+    Nothing on an allowed side sweeps free, so the allowed line that collides least is kept (fold 1's cabinet
+    49182: an inset door whose true hinge scrapes its frame, read hinged on its short top edge). A panel lying
+    flat (a drawer's front read as turning) is left to the sweep; so is the door with the flag off."""
+    from kinemesh.articulation import infer
+    from kinemesh.articulation.infer import _choose_valid
+
+    t = 0.02
+    body = _part("body", ([0, -0.2, 0], [0.5, 0.2, t]), ([0, -0.2, 1.0 - t], [0.5, 0.2, 1.0]),
+                 ([0, -0.2, 0], [0.5, -0.2 + t, 1.0]), ([0, 0.2 - t, 0], [0.5, 0.2, 1.0]),
+                 ([0.5 - t, -0.2, 0], [0.5, 0.2, 1.0]))
+    door = _part("door", ([-0.02, -0.2, 0.0], [0.0, 0.2, 1.0]))
+    up = np.array([0.0, 0.0, 1.0])
+    lines = [(0.6, np.array([0.0, 1.0, 0.0]), np.array([-0.02, 0.0, 0.0])),  # bottom edge: a flap
+             (0.3, up, np.array([-0.01, 0.0, 0.5])),  # the door's middle
+             (0.2, up, np.array([-0.01, -0.17, 0.5]))]  # 3 cm in from its left long edge
+
+    def decode(parts=(body, door), lines=lines):
+        alts = [(p, a, o, "revolute", (0.0, 1.5)) for p, a, o in lines]
+        pr = PartPrediction("door", "revolute", lines[0][1].copy(), lines[0][2].copy(), (0.0, 1.5), "body", 0.6,
+                            "", {"alternatives": alts})
+        _choose_valid(list(parts), "body", {"door": "body"}, {"door": pr})
+        return pr
+
+    pr = decode()
+    swept = {round(v["score"], 3): v for v in pr.info["validity"]}
+    assert not any(v["valid"] for s, v in swept.items() if s < 0.5)  # no line on the long side sweeps free
+    assert axis_angle_error_deg(pr.axis, up) < 1e-6  # ... the one that scrapes least is kept
+    assert axis_line_distance(pr.origin, pr.axis, lines[2][2], up) < 1e-6
+    monkeypatch.setattr(infer, "HINGE_FORCE", False)
+    assert axis_angle_error_deg(decode().axis, [0, 1, 0]) < 1e-6  # the flap stays
+    monkeypatch.setattr(infer, "HINGE_FORCE", True)
+    # the same box and lines turned to lie flat (its normal up, a drawer's front): the flap stays
+    turn = np.array([[0.0, 0.0, -1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])  # x -> z, z -> -x: a quarter turn about y
+    flat = [Part(p.name, p.vertices @ turn.T, p.faces) for p in (body, door)]
+    flat_lines = [(p, a @ turn.T, o @ turn.T) for p, a, o in lines]
+    pr = decode(flat, flat_lines)
+    assert axis_angle_error_deg(pr.axis, flat_lines[0][1]) < 1e-6

@@ -112,6 +112,7 @@ BROAD = 0.35  # ... (``broad_panel``): its middle side is at least this x its la
 ROUND_AXES = True  # a round part moves along or about its axis of symmetry (``round_axis``)
 HINGE_SIDES = True  # validity picks a panel's hinge on a side its shape allows first (``hinge_sides``)
 HINGE_ANY = True  # ... among all the network's lines when every line it rates is on a side the shape rules out
+HINGE_FORCE = True  # ... and when none sweeps free either, an upright panel's allowed line that collides least
 HINGE_VALID = True  # ... or when none it rates on an allowed side sweeps free
 SAMPLINGS = 4  # the network's outputs averaged over this many surface samplings of each part
 SLAB = True  # revolute panels' hinge lines move to the middle of their slab (``_snap_to_slab``)
@@ -441,6 +442,13 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
                     more.sort(key=lambda w: -w[0])
                     pr.info["validity"] += _sweep_records(more)
                     pick = next((w for w in more if w[3].valid), pick)
+                if HINGE_FORCE and not fits(pick[1][1]) and upright(panel[0].axes[panel[1]]):
+                    # nor any of those: an upright panel (a door) keeps the allowed line that scrapes least (an
+                    # inset door's true hinge scrapes its frame), not a hinge its shape rules out
+                    ok = [w for w in sweeps + more if in_panel_plane(panel, w[1][1]) and fits(w[1][1])]
+                    if ok:
+                        pick = min(ok, key=lambda w: (w[3].info.get("gap", 0.0) > 0,
+                                                      w[3].info.get("collision", 1.0)))
         if pick is None or (pick[1] is top and not pick[2]):
             continue
         _, axis, origin, type_, limits = pick[1]
