@@ -331,6 +331,27 @@ def test_floating_knobs_hang_from_the_body_a_floating_handle_from_its_door():
     assert parents == {"door": "body", "handle": "door"}
 
 
+def _tall_door():
+    """An open-front carcass (0.5 x 0.4 x 1.0 m, 2 cm walls, front at x = 0) and its tall narrow door in front."""
+    t = 0.02
+    body = _part("body", ([0, -0.2, 0], [0.5, 0.2, t]), ([0, -0.2, 1.0 - t], [0.5, 0.2, 1.0]),
+                 ([0, -0.2, 0], [0.5, -0.2 + t, 1.0]), ([0, 0.2 - t, 0], [0.5, 0.2, 1.0]),
+                 ([0.5 - t, -0.2, 0], [0.5, 0.2, 1.0]))
+    return body, _part("door", ([-0.02, -0.2, 0.0], [0.0, 0.2, 1.0]))
+
+
+def _decode_lines(parts, lines):
+    """``_choose_valid`` of the door ``parts[1]`` on ``parts[0]``, read as turning about ``lines[0]``, with
+    ``lines`` (probability, axis, point) as the network's alternatives, each opening 1.5 rad."""
+    from kinemesh.articulation.infer import _choose_valid
+
+    alts = [(p, a, o, "revolute", (0.0, 1.5)) for p, a, o in lines]
+    pr = PartPrediction("door", "revolute", lines[0][1].copy(), lines[0][2].copy(), (0.0, 1.5), "body",
+                        lines[0][0], "", {"alternatives": alts})
+    _choose_valid(list(parts), "body", {"door": "body"}, {"door": pr})
+    return pr
+
+
 def _decode_two(parts, first, second, probs=(0.6, 0.3)):
     """The validity decoding (``_choose_valid``) of ``parts[1]`` (parent ``parts[0]``) predicted revolute about
     ``first`` (axis, point) with probability ``probs[0]``, ``second`` its alternative with ``probs[1]``, both
@@ -352,11 +373,7 @@ def test_validity_picks_a_hinge_on_a_side_the_panel_allows(monkeypatch):
     from kinemesh.articulation import infer
     from kinemesh.articulation.infer import admissible_hinge, hinge_sides, panel_box
 
-    t = 0.02
-    body = _part("body", ([0, -0.2, 0], [0.5, 0.2, t]), ([0, -0.2, 1.0 - t], [0.5, 0.2, 1.0]),
-                 ([0, -0.2, 0], [0.5, -0.2 + t, 1.0]), ([0, 0.2 - t, 0], [0.5, 0.2, 1.0]),
-                 ([0.5 - t, -0.2, 0], [0.5, 0.2, 1.0]))
-    door = _part("door", ([-0.02, -0.2, 0.0], [0.0, 0.2, 1.0]))
+    body, door = _tall_door()
     panel = panel_box(door)
     box, n = panel
     assert [abs(box.axes[k][2]) > 0.9 for k, _ in hinge_sides(box, n)] == [True]  # only the upright long side
@@ -393,24 +410,15 @@ def test_validity_tries_improbable_hinges_on_allowed_sides_when_none_rated_sweep
     allowed side and sweeps free, so its improbable lines on those sides are swept too (``HINGE_VALID``; two
     cabinet doors of fold 1): the left edge is taken. Without the rule the flap stays."""
     from kinemesh.articulation import infer
-    from kinemesh.articulation.infer import _choose_valid
 
-    t = 0.02
-    body = _part("body", ([0, -0.2, 0], [0.5, 0.2, t]), ([0, -0.2, 1.0 - t], [0.5, 0.2, 1.0]),
-                 ([0, -0.2, 0], [0.5, -0.2 + t, 1.0]), ([0, 0.2 - t, 0], [0.5, 0.2, 1.0]),
-                 ([0.5 - t, -0.2, 0], [0.5, 0.2, 1.0]))
-    door = _part("door", ([-0.02, -0.2, 0.0], [0.0, 0.2, 1.0]))
+    body, door = _tall_door()
     up = np.array([0.0, 0.0, 1.0])
     lines = [(0.6, np.array([0.0, 1.0, 0.0]), np.array([-0.02, 0.0, 0.0])),  # bottom edge: a flap
              (0.3, up, np.array([-0.01, 0.0, 0.5])),  # the door's middle
              (0.02, up, np.array([-0.02, -0.2, 0.5]))]  # its left long edge
 
     def decode():
-        alts = [(p, a, o, "revolute", (0.0, 1.5)) for p, a, o in lines]
-        pr = PartPrediction("door", "revolute", lines[0][1].copy(), lines[0][2].copy(), (0.0, 1.5), "body", 0.6,
-                            "", {"alternatives": alts})
-        _choose_valid([body, door], "body", {"door": "body"}, {"door": pr})
-        return pr
+        return _decode_lines([body, door], lines)
 
     pr = decode()
     assert axis_angle_error_deg(pr.axis, up) < 1e-6
@@ -1009,24 +1017,15 @@ def test_validity_keeps_an_upright_door_on_its_long_side_when_no_line_there_swee
     49182: an inset door whose true hinge scrapes its frame, read hinged on its short top edge). A panel lying
     flat (a drawer's front read as turning) is left to the sweep; so is the door with the flag off."""
     from kinemesh.articulation import infer
-    from kinemesh.articulation.infer import _choose_valid
 
-    t = 0.02
-    body = _part("body", ([0, -0.2, 0], [0.5, 0.2, t]), ([0, -0.2, 1.0 - t], [0.5, 0.2, 1.0]),
-                 ([0, -0.2, 0], [0.5, -0.2 + t, 1.0]), ([0, 0.2 - t, 0], [0.5, 0.2, 1.0]),
-                 ([0.5 - t, -0.2, 0], [0.5, 0.2, 1.0]))
-    door = _part("door", ([-0.02, -0.2, 0.0], [0.0, 0.2, 1.0]))
+    body, door = _tall_door()
     up = np.array([0.0, 0.0, 1.0])
     lines = [(0.6, np.array([0.0, 1.0, 0.0]), np.array([-0.02, 0.0, 0.0])),  # bottom edge: a flap
              (0.3, up, np.array([-0.01, 0.0, 0.5])),  # the door's middle
              (0.2, up, np.array([-0.01, -0.17, 0.5]))]  # 3 cm in from its left long edge
 
     def decode(parts=(body, door), lines=lines):
-        alts = [(p, a, o, "revolute", (0.0, 1.5)) for p, a, o in lines]
-        pr = PartPrediction("door", "revolute", lines[0][1].copy(), lines[0][2].copy(), (0.0, 1.5), "body", 0.6,
-                            "", {"alternatives": alts})
-        _choose_valid(list(parts), "body", {"door": "body"}, {"door": pr})
-        return pr
+        return _decode_lines(parts, lines)
 
     pr = decode()
     swept = {round(v["score"], 3): v for v in pr.info["validity"]}
