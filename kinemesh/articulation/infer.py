@@ -112,8 +112,8 @@ BROAD = 0.35  # ... (``broad_panel``): its middle side is at least this x its la
 ROUND_AXES = True  # a round part moves along or about its axis of symmetry (``round_axis``)
 HINGE_SIDES = True  # validity picks a panel's hinge on a side its shape allows first (``hinge_sides``)
 HINGE_ANY = True  # ... among all the network's lines when every line it rates is on a side the shape rules out
-HINGE_FORCE = True  # ... and when none sweeps free either, an upright panel's allowed line that collides least
 HINGE_VALID = True  # ... or when none it rates on an allowed side sweeps free
+HINGE_FORCE = True  # ... and when none sweeps free either, an upright panel's allowed line that collides least
 SAMPLINGS = 4  # the network's outputs averaged over this many surface samplings of each part
 SLAB = True  # revolute panels' hinge lines move to the middle of their slab (``_snap_to_slab``)
 SLIDE_OUT = (0.4, 0.5, 0.8)  # slide out: one box face covered by the parent on <= [0] of its footprint, the other
@@ -389,9 +389,15 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
     on the test sets.
 
     The sweep uses the per-sample swept collision measure (``ValidityConfig.swept``), which keeps its margin
-    on open, zero-thickness shells. Validity never changes the type: on real assets the true slide of a
-    drawer often passes through the carcass mesh (PartNet-Mobility bodies are rarely cut out behind drawer
-    fronts), so it must not overrule the type head."""
+    on open, zero-thickness shells. With ``HINGE_FORCE`` an upright panel (a door) none of whose lines on the
+    sides its shape allows (``hinge_sides``) sweeps free keeps the one that stays in contact and collides least
+    rather than a free line on a side the shape rules out: a real inset door scrapes its frame when it turns
+    about its true hinge (fold 1's cabinets 49182 and 45305, read hinged on their short top edge; limited to
+    upright panels since a drawer front lying flat lost its right line in fold 2). Validity never changes the
+    type: on real assets the true slide of a drawer often passes through the carcass mesh (PartNet-Mobility
+    bodies are rarely cut out behind drawer fronts), so it must not overrule the type head (a variant that
+    tried the other movable type when no line of the read type swept free made the synthetic validation
+    sets' types worse: docs/results/articulation.md, session 41)."""
     from kinemesh.geometry.validity import OccupancyGrid, ValidityConfig, check_candidates, subtree
 
     movable = [p for p in preds.values() if p.type != "fixed"]
