@@ -834,6 +834,41 @@ def test_a_lever_read_as_spinning_about_its_length_turns_across_it_at_its_end(mo
     assert abs(read().axis[0]) > 0.99  # without the rule it spins about its length
 
 
+def test_a_lying_lever_read_as_turning_about_another_line_swings_towards_its_parent(monkeypatch):
+    """The axis rule of ``articulate`` (``LEVER_SWING``, ``lever_swing``): the eyeglass temple of the test
+    above, read as turning about the horizontal across its length (it would swing up and down: fold 3's
+    temples 101287 and 101326), swings about the line across its length and the direction to the frame (the
+    vertical) through its contact: the network's nearest line when it rates one (here its third box axis). An
+    upright lever (a faucet's joystick switch) is left alone."""
+    from kinemesh.articulation import infer
+    from kinemesh.articulation.infer import articulate, lever_swing
+    from kinemesh.data.articulated import ArticulatedObject, Joint
+
+    frame = _part("frame", ([0.0, -0.07, 0.0], [0.02, 0.07, 0.04]))
+    temple = _part("temple", ([0.02, 0.055, 0.01], [0.16, 0.065, 0.03]))
+    joint = Joint("j", "fixed", "frame", "temple", np.array([0.0, 0.0, 1.0]), np.zeros(3))
+    obj = ArticulatedObject([frame, temple], [joint], "eyeglasses", "eyeglasses")
+    assert lever_swing(temple, frame, np.array([0.0, 0.0, 1.0]), 0.16) is None  # already about that line
+    assert lever_swing(temple, frame, np.array([1.0, 0.0, 0.0]), 0.16) is None  # about its length: lever_spin
+    length, axis, origin = lever_swing(temple, frame, np.array([0.0, 1.0, 0.0]), 0.16)
+    assert abs(length[0]) > 0.99 and abs(axis[2]) > 0.99 and abs(origin[0] - 0.02) < 0.01
+
+    def read(type_logits=(0.0, 10.0, 0.0)):
+        return {p.name: p for p in articulate(obj, net=_stand_in(type_logits, 1), seed=0)}["temple"]
+
+    pr = read()
+    assert pr.type == "revolute" and abs(pr.axis[2]) > 0.99 and pr.info["swung_as_lever"]
+    assert abs(pr.origin[0] - 0.02) < 0.01 and abs(pr.origin[1] - 0.06) < 0.01  # at the front end
+    monkeypatch.setattr(infer, "LEVER_SWING", False)
+    pr = read()
+    assert abs(pr.axis[1]) > 0.99 and not pr.info["swung_as_lever"]  # without the rule it swings up and down
+    body = _part("body", ([-0.05, -0.05, 0.0], [0.05, 0.05, 0.1]))
+    stick = _part("stick", ([0.03, -0.005, 0.1], [0.04, 0.005, 0.2]))  # standing on the body's edge
+    assert infer.lever_length(stick, body, 0.2) is not None  # a lever, with a swing line (y)
+    assert infer.swing_line(stick, body, np.array([0.0, 0.0, 1.0]), 0.2) is not None
+    assert lever_swing(stick, body, np.array([1.0, 0.0, 0.0]), 0.2) is None  # upright: left alone
+
+
 def test_a_handle_is_found_on_a_panel_whose_box_is_tilted():
     """``handle_centroid`` with ``HANDLE_PLANE``: the minimum-volume box of a door with a long handle bar along
     one edge can tilt a few degrees off the door's face (fold 4's refrigerator 12252: its outer face rises 0.08 m

@@ -110,6 +110,32 @@ def test_a_shallow_drawer_read_as_turning_slides_out_when_no_turn_sweeps_free(mo
     assert read([False, False, False]).type == "revolute"
 
 
+def test_a_panel_read_as_spinning_about_its_normal_in_an_enclosure_slides_out(monkeypatch):
+    """``SPIN_SLIDES``: a flat part walled in on five faces (the shallow drawer above; a utility knife's blade
+    in its handle, which fold 3's network read as spinning in its own plane, 89.7 deg off) read as turning
+    about its own normal slides out of the open face even when that turn sweeps free: a door or lid turns
+    about a line in its plane, never about its normal. Read as turning about a line in its plane, it keeps
+    turning."""
+    from kinemesh.articulation import infer
+
+    body = _carcass()
+    blade = _part("blade", ([0.0, -0.37, 0.3], [0.46, 0.37, 0.42]))  # normal: z
+
+    def read(axis):
+        pr = _pred("blade", "revolute", axis, 0.2)
+        pr.info["validity"] = [{"valid": True, "collision": 0.0}]
+        _slide_out([body, blade], {"blade": pr})
+        return pr
+
+    pr = read([0, 0, 1])
+    assert pr.type == "prismatic" and axis_angle_error_deg(pr.axis, [-1, 0, 0]) < 1.0 and pr.axis[0] < 0
+    assert pr.info["slid_out"]["from"] == "revolute"
+    assert read([0, 0.4, 1]).type == "prismatic"  # within 30 deg of its normal
+    assert read([0, 1, 0]).type == "revolute"  # a hinge line in its plane: a flap
+    monkeypatch.setattr(infer, "SPIN_SLIDES", False)
+    assert read([0, 0, 1]).type == "revolute"
+
+
 def _table():
     """A desk (its front faces -X): a 1 m top at z 0.70-0.73, legs to the floor, a back and two side aprons
     under the top framing a drawer open in front and underneath."""
