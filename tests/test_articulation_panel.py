@@ -37,7 +37,8 @@ def _door(handle_lo, handle_hi, y=(-0.4, 0.4)) -> Part:
 
 def _stand_in(type_logits, k: int | None = None):
     """A stand-in predictor (the real network's other heads, seed 0) whose type head reads ``type_logits``
-    (fixed, revolute, prismatic) and whose axis head reads the part's box axis ``k`` (None: the network's)."""
+    (fixed, revolute, prismatic) and whose axis head reads the part's box axis ``k`` (None: the network's; a
+    list: the three box axes' logits, each axis's line through the middle of the part's box)."""
     import torch
 
     from kinemesh.articulation.predictor import ArticulationNet, PredictorConfig
@@ -52,7 +53,12 @@ def _stand_in(type_logits, k: int | None = None):
         def forward(self, points, box_feat):
             out = dict(inner(points, box_feat))
             out["type"] = torch.tensor([list(type_logits)]).expand(len(points), 3)
-            if k is not None:
+            if isinstance(k, (list, tuple)):
+                out["axis_cls"] = torch.tensor([list(k)]).expand(len(points), 3)
+                cells = torch.zeros_like(out["origin_cls"])
+                cells[..., cells.shape[-1] // 2] = 10.0  # every axis's line through the box's middle
+                out["origin_cls"] = cells
+            elif k is not None:
                 logits = torch.full((len(points), 3), 5.0)
                 logits[:, k] = 10.0
                 out["axis_cls"] = logits
@@ -867,6 +873,44 @@ def test_a_lying_lever_read_as_turning_about_another_line_swings_towards_its_par
     assert infer.lever_length(stick, body, 0.2) is not None  # a lever, with a swing line (y)
     assert infer.swing_line(stick, body, np.array([0.0, 0.0, 1.0]), 0.2) is not None
     assert lever_swing(stick, body, np.array([1.0, 0.0, 0.0]), 0.2) is None  # upright: left alone
+
+
+def test_validity_never_turns_a_lever_about_its_length_when_no_line_across_it_sweeps_free(monkeypatch):
+    """``LEVER_KEEP``: the eyeglass temple of the tests above, read as turning about the vertical (its true
+    hinge), the twist about its own length 38 % probable. When every sweep across its length collides (as a
+    folding knife's blade's true turn passes through its handle's uncut mesh, fold 3's knife 101054) and only
+    the twist sweeps free, the network's line stays, moved to the end the temple touches the frame at: no
+    lever on data/real_train twists about its length. Without the rule the validity check took the twist. The
+    sweeps' collisions are stood in for (only lines along x sweep free)."""
+    from kinemesh.articulation import infer
+    from kinemesh.articulation.infer import articulate
+    from kinemesh.data.articulated import ArticulatedObject, Joint
+    from kinemesh.geometry import validity
+
+    real = validity.check_candidates
+
+    def only_twists_free(grid, moving, candidates):
+        real(grid, moving, candidates)
+        for c in candidates:
+            c.valid = bool(abs(c.axis[0]) > 0.9)
+        return candidates
+
+    monkeypatch.setattr(validity, "check_candidates", only_twists_free)
+    frame = _part("frame", ([0.0, -0.07, 0.0], [0.02, 0.07, 0.04]))
+    temple = _part("temple", ([0.02, 0.055, 0.01], [0.16, 0.065, 0.03]))
+    joint = Joint("j", "fixed", "frame", "temple", np.array([0.0, 0.0, 1.0]), np.zeros(3))
+    obj = ArticulatedObject([frame, temple], [joint], "eyeglasses", "eyeglasses")
+
+    def read():
+        net = _stand_in([0.0, 10.0, 0.0], [10.0, 0.0, 10.5])  # z, then the length (x) 38 % probable
+        return {p.name: p for p in articulate(obj, net=net, seed=0)}["temple"]
+
+    pr = read()
+    assert pr.type == "revolute" and abs(pr.axis[2]) > 0.99 and pr.info.get("kept_across_lever")
+    assert abs(pr.origin[0] - 0.02) < 0.01 and abs(pr.origin[1] - 0.06) < 0.01  # at the front end
+    assert any(v["valid"] for v in pr.info["validity"])  # the twist swept free
+    monkeypatch.setattr(infer, "LEVER_KEEP", False)
+    assert abs(read().axis[0]) > 0.99  # the twist
 
 
 def test_a_handle_is_found_on_a_panel_whose_box_is_tilted():

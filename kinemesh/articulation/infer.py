@@ -23,7 +23,8 @@ and returns one :class:`PartPrediction` per part except the root. Steps:
    most probable one whose sweep (in either opening direction) neither collides nor detaches is kept
    (:mod:`kinemesh.geometry.validity`, swept per-sample test), one the part's shape allows first (a panel
    hinged on a long or upright side, ``hinge_sides``, among all the network's lines when every line it rates
-   is ruled out; a lever pivoting across its length, ``lever_length``);
+   is ruled out; a lever pivoting across its length, ``lever_length``, and never twisting about it,
+   ``LEVER_KEEP``);
 4. with the validity check, revolute pivots are refined by the rest contact (``_snap_to_contact``): a
    revolute part that touches its parent only in a compact region (pliers blades at their rivet, lamp links,
    knobs) turns about an axis through that region, so a predicted line that misses it is moved (same
@@ -97,6 +98,7 @@ FIXED_BUTTONS = True  # a button on the root that the network reads as fixed mov
 FLAT_BUTTONS = True  # a flat button read as turning about its normal is pressed instead (``flat_button``)
 LEVER_SPIN = True  # a lever read as spinning about its length turns across it (``lever_spin``)
 LEVER_ALONG = True  # ... and so does one read as sliding along its length that its parent does not sheathe
+LEVER_KEEP = True  # validity never turns a lever about its own length (``_choose_valid``)
 LEVER_SWING = True  # ... and one read as turning about a line far from length x (towards its parent) too
 HANDLE_PLANE = True  # panel_hinge: an upright panel's handle is sought above its tilted face (``_face_plane``)
 FLAT = 0.2  # ... flat: thinnest box side <= this x its largest (a knob stands out more, ``KNOB[1]``)
@@ -442,10 +444,10 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
         sweeps.sort(key=lambda w: -w[0])  # stable: the network's own answer wins ties
         pr.info["validity"] = _sweep_records(sweeps)
         pick = next((w for w in sweeps if w[3].valid), None)
+        length = None
         if pick is not None and pr.type == "revolute" and (HINGE_SIDES or LEVERS):
             # a valid line the part's shape allows comes first: a panel's hinge on a long or upright side, a
             # lever's pivot across its length
-            length = None
             if LEVERS and pr.parent in by:
                 length = lever_length(by[pr.name], by[pr.parent], grid.size)
 
@@ -473,6 +475,14 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
                     if ok:
                         pick = min(ok, key=lambda w: (w[3].info.get("gap", 0.0) > 0,
                                                       w[3].info.get("collision", 1.0)))
+        if LEVER_KEEP and length is not None and pick is not None and along_length(pick[1][1], length):
+            # no lever on data/real_train turns about its own length (``lever_spin``): when no line across
+            # it sweeps free (a folding blade's true turn passes through its uncut handle), the network's line
+            # stays, moved to the end the lever touches its parent at
+            C = _rest_contact(by[pr.name], by[pr.parent], grid.size)[2]
+            pr.origin = C.mean(0) if len(C) else pr.origin
+            pr.info["kept_across_lever"] = True
+            continue
         if pick is None or (pick[1] is top and not pick[2]):
             continue
         _, axis, origin, type_, limits = pick[1]
@@ -622,7 +632,7 @@ def _slide_out(parts, preds, seed: int = 0) -> None:
         part = by[pr.name]
         box = part_box(part.vertices, part.name)
         e = np.sort(box.extents)
-        normal = box.axes[int(np.argmin(box.extents))]
+        normal = box.axes[int(np.argmin(box.extents))]  # a panel read as spinning about it is no door
         spins = SPIN_SLIDES and abs(float(np.asarray(pr.axis, float) @ normal)) >= np.cos(np.radians(30.0))
         if (pr.type == "revolute" and e[0] <= PANEL_THIN * e[1] and not (STUCK_SLIDES and _stuck(pr))
                 and not spins):
@@ -835,7 +845,7 @@ def lever_swing(part: Part, parent: Part, axis: np.ndarray, size: float, seed: i
     blade into its handle). On data/real_train 16 of the 18 lying levers turn within 30 deg of that line (the
     others: a temple at 30 deg, a faucet handle that swings sideways, 78 deg); the three upright ones, faucet
     switches, tilt sideways (67 and 90 deg), so an upright lever is left alone. Session 40's version, without
-    that exception and the move of the pivot to the contact, was withdrawn (docs/results/articulation.md)."""
+    that exception and always along the exact line, was withdrawn (docs/results/articulation.md)."""
     length = lever_length(part, parent, size, seed)
     if length is None or along_length(axis, length) or abs(float(length[2])) > 0.9:
         return None
