@@ -413,7 +413,9 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
     sides its shape allows (``hinge_sides``) sweeps free keeps the one that stays in contact and collides least
     rather than a free line on a side the shape rules out: a real inset door scrapes its frame when it turns
     about its true hinge (fold 1's cabinets 49182 and 45305, read hinged on their short edge; limited to
-    upright panels since a drawer front lying flat lost its right line in fold 2). Validity never changes the
+    upright panels since a drawer front lying flat lost its right line in fold 2). With ``LEVER_KEEP`` a lever
+    (``lever_length``) is never turned about its own length: when only such a line sweeps free, the network's
+    line stays, moved to the lever's rest contact (fold 3's folding knife 101054). Validity never changes the
     type: on real assets the true slide of a drawer often passes through the carcass mesh (PartNet-Mobility
     bodies are rarely cut out behind drawer fronts), so it must not overrule the type head (a variant that
     tried the other movable type when no line of the read type swept free made the synthetic validation
