@@ -102,6 +102,54 @@ def test_swept_validity_accepts_the_true_hinge_of_a_watertight_door():
     assert not wrong_way.valid and wrong_way.info["collision"] > 0.1
 
 
+def flush_oven(gap: float = 0.0) -> ArticulatedObject:
+    """A solid carcass (plinth, control panel, sides, back) with a thick door set flush in its front opening:
+    touching its sides, its top face ``gap`` m under the control panel (real ovens and dishwashers are so)."""
+    import trimesh
+
+    def box(lo, hi):
+        m = trimesh.creation.box(extents=np.subtract(hi, lo))
+        m.apply_translation(np.add(lo, hi) / 2)
+        return m
+
+    top = 0.7 + gap
+    body = trimesh.util.concatenate([box((0, 0, 0), (0.6, 1.0, 0.2)), box((0, 0, top), (0.6, 1.0, 0.9)),
+                                     box((0, 0, 0.2), (0.6, 0.05, top)), box((0, 0.95, 0.2), (0.6, 1.0, top)),
+                                     box((0.55, 0.05, 0.2), (0.6, 0.95, top))])
+    door = box((0.0, 0.05, 0.2), (0.08, 0.95, 0.7))
+    parts = [Part("body", body.vertices, body.faces, "body"), Part("door", door.vertices, door.faces, "door")]
+    return ArticulatedObject(parts, [Joint("hinge", "revolute", "body", "door", (0, 1, 0), (0, 0.5, 0.2),
+                                           (-np.pi / 2, 0))], "oven", "flush_oven")
+
+
+@pytest.mark.parametrize("gap", [0.0, 0.002])
+def test_swept_validity_with_contact_slack_lets_a_flush_door_slide_along_what_it_touches(gap):
+    """A door flush under its frame touches it at rest; turning outward about its bottom (or top) edge, its
+    top face rises a fraction of a voxel while it slides out from under the frame, which the plain swept test
+    counts as collision. With ``contact_slack`` a touching sample collides only when it moves more than that
+    many voxels towards what it touches or enters the rest's core: outward hinges pass, inward ones do not."""
+    from kinemesh.articulation.candidates import Candidate
+    from kinemesh.geometry.validity import OccupancyGrid, ValidityConfig, check_candidates
+
+    obj = flush_oven(gap)
+    y, z, c = np.array([0, 1.0, 0]), np.array([0, 0, 1.0]), np.array([0.04, 0.5, 0.45])
+    sweeps = {"bottom, out": Candidate("revolute", y, np.array([0.0, 0.5, 0.2]), (0, -np.pi / 2), 1, 1),
+              "bottom, in": Candidate("revolute", y, np.array([0.0, 0.5, 0.2]), (0, np.pi / 2), 1, 1),
+              "top, out": Candidate("revolute", y, np.array([0.0, 0.5, 0.7]), (0, np.pi / 2), 1, 1),
+              "top, in": Candidate("revolute", y, np.array([0.0, 0.5, 0.7]), (0, -np.pi / 2), 1, 1),
+              "slide aside": Candidate("prismatic", y, c, (0, 0.3), 1, 1),
+              "slide up": Candidate("prismatic", z, c, (0, 0.3), 2, 1)}
+    cfg = dict(n_points=400, steps=6, swept=True, collision_fraction=0.02)
+    plain = {k: Candidate(s.type, s.axis, s.origin, s.limits, 0, 1) for k, s in sweeps.items()}
+    check_candidates(OccupancyGrid(obj, ValidityConfig(**cfg)), ["door"], list(plain.values()))
+    check_candidates(OccupancyGrid(obj, ValidityConfig(**cfg, contact_slack=0.5)), ["door"],
+                     list(sweeps.values()))
+    assert not plain["bottom, out"].valid and not plain["top, out"].valid  # contact read as collision
+    assert sweeps["bottom, out"].valid and sweeps["top, out"].valid, {k: c.info for k, c in sweeps.items()}
+    for k in ("bottom, in", "top, in", "slide aside", "slide up"):
+        assert not sweeps[k].valid and sweeps[k].info["collision"] > 0.1, (k, sweeps[k].info)
+
+
 # ---------------------------------------------------------------------------------------------- realism
 def _chain() -> ArticulatedObject:
     """A root box, an arm on a revolute joint, a slider on the arm (a two-joint chain)."""

@@ -120,6 +120,9 @@ HINGE_ANY = True  # ... among all the network's lines when every line it rates i
 HINGE_VALID = True  # ... or when none it rates on an allowed side sweeps free
 HINGE_FORCE = True  # ... and when none sweeps free either, an upright panel's allowed line that collides least
 SAMPLINGS = 4  # the network's outputs averaged over this many surface samplings of each part
+CONTACT_SLACK = 0.5  # validity of the lines the shape proposes (after ``_choose_valid``): a sample touching
+# the rest at rest collides only this many voxels past what it touches (``ValidityConfig.contact_slack``)
+SLACK_CHOOSE = False  # ... and of the network's own lines too (measured: their wrong hinge sides pass)
 SLAB = True  # revolute panels' hinge lines move to the middle of their slab (``_snap_to_slab``)
 SLIDE_OUT = (0.4, 0.5, 0.8)  # slide out: one box face covered by the parent on <= [0] of its footprint, the other
 # five >= [1]; travel [2] x the part's depth along the slide
@@ -375,6 +378,7 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
         grid = _choose_valid(parts, root, parents, preds)
         if grid is not None:
             _slide_out(parts, preds, seed=seed)
+            grid.config.contact_slack = CONTACT_SLACK  # the shape's lines: contact is not collision
             _hinge_panels(parts, parents, preds, grid, seed=seed)
             _snap_to_edges(parts, parents, preds, grid, seed=seed)
             if DOUBLE:
@@ -426,7 +430,8 @@ def _choose_valid(parts, root, parents, preds, min_prob: float = 0.05) -> None:
     if not movable:
         return None
     grid = OccupancyGrid(_with_tree(parts, root, parents),
-                         ValidityConfig(n_points=400, steps=6, swept=True, collision_fraction=0.02))
+                         ValidityConfig(n_points=400, steps=6, swept=True, collision_fraction=0.02,
+                                        contact_slack=CONTACT_SLACK if SLACK_CHOOSE else 0.0))
     by = {p.name: p for p in parts}
     for pr in movable:
         alts = [a for a in pr.info["alternatives"] if a[0] >= min_prob and a[3] == pr.type]

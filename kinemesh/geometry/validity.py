@@ -21,7 +21,11 @@ One module for both uses:
   With ``ValidityConfig.swept`` the collision test is per sample instead (used by the predictor's decoding):
   a sample collides when it rests outside the rest of the object and enters it at some pose of a sweep
   sampled so finely (no sample moves more than half a voxel between poses) that a one-voxel wall cannot be
-  stepped over. On zero-thickness shells the coarse test separates a wrong motion by a few % of the samples,
+  stepped over. With ``contact_slack`` too, contact is not collision: a sample that touches the rest at rest
+  (a door flush under the frame above it, whose top face rises a fraction of a voxel as it turns out about
+  its bottom edge) collides only once it is more than the slack past the plane of the surface it touches
+  (that surface's normal from dense samples of the rest) or in the rest's core (occupancy eroded by a voxel).
+  On zero-thickness shells the coarse test separates a wrong motion by a few % of the samples,
   the swept one by tens of % (``tests/test_articulation_realism.py``).
 
 Why voxels rather than embree ``contains``, FCL (trimesh's collision manager) or manifold3d booleans for the
@@ -150,6 +154,8 @@ class ValidityConfig:
     seed: int = 0  # surface sampling seed
     swept: bool = False  # per-sample swept test (open shells): see ``check_candidates``
     max_steps: int = 48  # swept test: at most this many poses per sweep (spacing <= half a voxel when possible)
+    contact_slack: float = 0.0  # swept test: a sample touching the rest at rest (its voxel next to an
+    # occupied one) collides only this many voxels past the plane of the surface it touches, or in the core
 
 
 class OccupancyGrid:
@@ -172,6 +178,7 @@ class OccupancyGrid:
         self.parts: dict[str, np.ndarray] = {}
         self.meshes: dict[str, "trimesh.Trimesh"] = {}  # watertight parts: exact containment (narrow phase)
         self.samples: dict[str, np.ndarray] = {}
+        self.dense: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # surface samples at half a voxel, normals
         rng = np.random.default_rng(c.seed)
         for p in obj.parts:
             if len(p.vertices) == 0 or len(p.faces) == 0:
@@ -179,7 +186,11 @@ class OccupancyGrid:
             area = float(face_areas(p.vertices, p.faces).sum())
             n_dense = int(np.clip(area / (0.25 * self.voxel) ** 2, 2000, 400000))
             try:
-                dense, _, _ = sample_surface(p.vertices, p.faces, n_dense, seed=rng)
+                dense, fid, _ = sample_surface(p.vertices, p.faces, n_dense, seed=rng)
+                fid = fid[::4]  # one in four: about one sample per (half a voxel)^2 of surface
+                fn = np.cross(*(p.vertices[p.faces[fid, k]] - p.vertices[p.faces[fid, 0]] for k in (1, 2)))
+                fn /= np.maximum(np.linalg.norm(fn, axis=1, keepdims=True), 1e-12)
+                self.dense[p.name] = (dense[::4], fn)
                 self.samples[p.name], _, _ = sample_surface(p.vertices, p.faces, c.n_points, seed=rng)
             except Exception:  # zero-area part: vertices only
                 dense = p.vertices
@@ -191,7 +202,8 @@ class OccupancyGrid:
             m = trimesh.Trimesh(p.vertices, p.faces, process=False)
             if m.is_watertight and m.volume > 0:
                 self.meshes[p.name] = m
-        self._cache: dict[frozenset, tuple[np.ndarray, np.ndarray]] = {}
+        self._cache: dict = {}
+        self._trees: dict = {}  # part name -> KD-tree of its dense surface samples (contact normals)
 
     def _index(self, pts: np.ndarray) -> np.ndarray:
         idx = np.floor((pts - self.lo) / self.voxel).astype(np.int64)
@@ -199,6 +211,10 @@ class OccupancyGrid:
 
     def rest(self, moving) -> tuple[np.ndarray, np.ndarray]:
         """Occupancy (bool grid) and distance-to-occupied (m) grid of all parts not in ``moving``."""
+        return self._rest(moving)[:2]
+
+    def _rest(self, moving) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``rest`` and, per voxel, the index (3, ...) of the nearest occupied voxel."""
         from scipy import ndimage
 
         key = frozenset(moving)
@@ -207,9 +223,47 @@ class OccupancyGrid:
             for name, o in self.parts.items():
                 if name not in key:
                     occ |= o
-            dist = ndimage.distance_transform_edt(~occ) * self.voxel if occ.any() else np.full(self.shape, np.inf)
-            self._cache[key] = (occ, dist)
+            if occ.any():
+                dist, near = ndimage.distance_transform_edt(~occ, return_indices=True)
+                dist, near = dist * self.voxel, near.astype(np.int16)
+            else:
+                dist, near = np.full(self.shape, np.inf), np.indices(self.shape, dtype=np.int16)
+            self._cache[key] = (occ, dist, near)
         return self._cache[key]
+
+    def contact(self, moving, pts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Contact frame of ``pts`` (n, 3) against the surfaces of the parts not in ``moving``: which points
+        touch the rest (their voxel next to an occupied one, 26-neighbourhood); for those, the unit normal
+        (n, 3) of the nearest rest surface, turned towards it, and the distance to its plane (zero for the
+        others); and the rest's core (its occupancy eroded by one voxel: deeper than the contact layer)."""
+        from scipy import ndimage
+        from scipy.spatial import cKDTree
+
+        occ, dist, near = self._rest(moving)
+        key = ("core", frozenset(moving))
+        if key not in self._cache:
+            self._cache[key] = ndimage.binary_erosion(occ)
+        core = self._cache[key]
+        touching = self.lookup(dist, pts) <= np.sqrt(3.0) * self.voxel + 1e-9
+        normal, gap = np.zeros_like(pts), np.zeros(len(pts))
+        q, at = pts[touching], np.flatnonzero(touching)
+        best = np.full(len(q), np.inf)
+        for name, (surf, normals) in self.dense.items():
+            if name in moving or not len(q):
+                continue
+            if name not in self._trees:
+                self._trees[name] = cKDTree(surf)
+            d, k = self._trees[name].query(q)
+            closer = d < best
+            best[closer] = d[closer]
+            normal[at[closer]] = normals[k[closer]]
+            gap[at[closer]] = np.einsum("ij,ij->i", surf[k[closer]] - q[closer], normals[k[closer]])
+        # turn each normal towards the surface; on the surface itself, towards the nearest occupied voxel
+        idx = self._index(pts)
+        towards = self.lo + (near[:, idx[:, 0], idx[:, 1], idx[:, 2]].T + 0.5) * self.voxel - pts
+        side = np.where(np.abs(gap) > 0.1 * self.voxel, np.sign(gap),
+                        np.sign(np.einsum("ij,ij->i", towards, normal)))
+        return touching, normal * side[:, None], np.abs(gap), core
 
     def inside(self, pts: np.ndarray, moving) -> np.ndarray:
         """(n,) bool: points (n, 3) inside a part not in ``moving``. Voxel broad phase; points in occupied
@@ -344,6 +398,12 @@ def check_candidates(grid: OccupancyGrid, moving: list[str], candidates: list) -
     flat = P.reshape(-1, 3)
     inside = grid.inside(flat, moving).reshape(P.shape[:3])  # (C, S, n)
     if c.swept:
+        if c.contact_slack > 0:  # contact is not collision: a sample touching the rest at rest may sink
+            # into what it touches by up to the slack (sliding along a frame it rests flush against)
+            touching, normal, gap, core = grid.contact(moving, pts)
+            into = np.einsum("csnk,nk->csn", P - pts, normal) - gap  # past the plane of what it touched
+            deep = grid.lookup(core, flat, outside=False).reshape(into.shape).astype(bool)
+            inside &= ~(touching & (into <= c.contact_slack * grid.voxel) & ~deep)
         coll = (inside.any(axis=1) & ~at_rest).mean(axis=1)
     else:
         coll = inside.mean(axis=2).max(axis=1) - float(at_rest.mean())
