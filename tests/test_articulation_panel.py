@@ -814,6 +814,17 @@ def test_a_flat_button_read_as_a_dial_is_pressed_a_knob_keeps_turning(monkeypatc
     assert read()["button"].type == "revolute"
 
 
+def _glasses():
+    """(frame, temple, object): an eyeglass frame and one temple (a 14 cm bar along +X, 2 cm tall, 1 cm thick:
+    no panel), touching the frame at its front end, joined by a fixed joint (a static shape)."""
+    from kinemesh.data.articulated import ArticulatedObject, Joint
+
+    frame = _part("frame", ([0.0, -0.07, 0.0], [0.02, 0.07, 0.04]))
+    temple = _part("temple", ([0.02, 0.055, 0.01], [0.16, 0.065, 0.03]))
+    joint = Joint("j", "fixed", "frame", "temple", np.array([0.0, 0.0, 1.0]), np.zeros(3))
+    return frame, temple, ArticulatedObject([frame, temple], [joint], "eyeglasses", "eyeglasses")
+
+
 def test_a_lever_read_as_spinning_about_its_length_turns_across_it_at_its_end(monkeypatch):
     """The axis rule of ``articulate`` (``LEVER_SPIN``, ``lever_spin``): an eyeglass temple (a 14 cm bar, 2 cm
     tall, 1 cm thick, touching the frame at its front end) that the network reads as spinning about its own
@@ -822,13 +833,9 @@ def test_a_lever_read_as_spinning_about_its_length_turns_across_it_at_its_end(mo
     box axis nearest x" (the temple's length)."""
     from kinemesh.articulation import infer
     from kinemesh.articulation.infer import articulate, lever_spin
-    from kinemesh.data.articulated import ArticulatedObject, Joint
 
-    frame = _part("frame", ([0.0, -0.07, 0.0], [0.02, 0.07, 0.04]))
-    temple = _part("temple", ([0.02, 0.055, 0.01], [0.16, 0.065, 0.03]))  # 1 cm thick: no panel
+    frame, temple, obj = _glasses()
     assert lever_spin(temple, frame, np.array([0.0, 0.0, 1.0]), 0.16) is None  # already across its length
-    joint = Joint("j", "fixed", "frame", "temple", np.array([0.0, 0.0, 1.0]), np.zeros(3))
-    obj = ArticulatedObject([frame, temple], [joint], "eyeglasses", "eyeglasses")
 
     def read():
         return {p.name: p for p in articulate(obj, net=_stand_in([0.0, 10.0, 0.0], 0), seed=0)}["temple"]
@@ -848,12 +855,8 @@ def test_a_lying_lever_read_as_turning_about_another_line_swings_towards_its_par
     upright lever (a faucet's joystick switch) is left alone."""
     from kinemesh.articulation import infer
     from kinemesh.articulation.infer import articulate, lever_swing
-    from kinemesh.data.articulated import ArticulatedObject, Joint
 
-    frame = _part("frame", ([0.0, -0.07, 0.0], [0.02, 0.07, 0.04]))
-    temple = _part("temple", ([0.02, 0.055, 0.01], [0.16, 0.065, 0.03]))
-    joint = Joint("j", "fixed", "frame", "temple", np.array([0.0, 0.0, 1.0]), np.zeros(3))
-    obj = ArticulatedObject([frame, temple], [joint], "eyeglasses", "eyeglasses")
+    frame, temple, obj = _glasses()
     assert lever_swing(temple, frame, np.array([0.0, 0.0, 1.0]), 0.16) is None  # already about that line
     assert lever_swing(temple, frame, np.array([1.0, 0.0, 0.0]), 0.16) is None  # about its length: lever_spin
     length, axis, origin = lever_swing(temple, frame, np.array([0.0, 1.0, 0.0]), 0.16)
@@ -884,7 +887,6 @@ def test_validity_never_turns_a_lever_about_its_length_when_no_line_across_it_sw
     sweeps' collisions are stood in for (only lines along x sweep free)."""
     from kinemesh.articulation import infer
     from kinemesh.articulation.infer import articulate
-    from kinemesh.data.articulated import ArticulatedObject, Joint
     from kinemesh.geometry import validity
 
     real = validity.check_candidates
@@ -896,10 +898,7 @@ def test_validity_never_turns_a_lever_about_its_length_when_no_line_across_it_sw
         return candidates
 
     monkeypatch.setattr(validity, "check_candidates", only_twists_free)
-    frame = _part("frame", ([0.0, -0.07, 0.0], [0.02, 0.07, 0.04]))
-    temple = _part("temple", ([0.02, 0.055, 0.01], [0.16, 0.065, 0.03]))
-    joint = Joint("j", "fixed", "frame", "temple", np.array([0.0, 0.0, 1.0]), np.zeros(3))
-    obj = ArticulatedObject([frame, temple], [joint], "eyeglasses", "eyeglasses")
+    _, _, obj = _glasses()
 
     def read():
         net = _stand_in([0.0, 10.0, 0.0], [10.0, 0.0, 10.5])  # z, then the length (x) 38 % probable

@@ -105,21 +105,15 @@ def test_swept_validity_accepts_the_true_hinge_of_a_watertight_door():
 def flush_oven(gap: float = 0.0) -> ArticulatedObject:
     """A solid carcass (plinth, control panel, sides, back) with a thick door set flush in its front opening:
     touching its sides, its top face ``gap`` m under the control panel (real ovens and dishwashers are so)."""
-    import trimesh
-
-    def box(lo, hi):
-        m = trimesh.creation.box(extents=np.subtract(hi, lo))
-        m.apply_translation(np.add(lo, hi) / 2)
-        return m
+    from tests.test_articulation_panel import _part
 
     top = 0.7 + gap
-    body = trimesh.util.concatenate([box((0, 0, 0), (0.6, 1.0, 0.2)), box((0, 0, top), (0.6, 1.0, 0.9)),
-                                     box((0, 0, 0.2), (0.6, 0.05, top)), box((0, 0.95, 0.2), (0.6, 1.0, top)),
-                                     box((0.55, 0.05, 0.2), (0.6, 0.95, top))])
-    door = box((0.0, 0.05, 0.2), (0.08, 0.95, 0.7))
-    parts = [Part("body", body.vertices, body.faces, "body"), Part("door", door.vertices, door.faces, "door")]
-    return ArticulatedObject(parts, [Joint("hinge", "revolute", "body", "door", (0, 1, 0), (0, 0.5, 0.2),
-                                           (-np.pi / 2, 0))], "oven", "flush_oven")
+    body = _part("body", ((0, 0, 0), (0.6, 1.0, 0.2)), ((0, 0, top), (0.6, 1.0, 0.9)),
+                 ((0, 0, 0.2), (0.6, 0.05, top)), ((0, 0.95, 0.2), (0.6, 1.0, top)),
+                 ((0.55, 0.05, 0.2), (0.6, 0.95, top)))
+    door = _part("door", ((0.0, 0.05, 0.2), (0.08, 0.95, 0.7)))
+    hinge = Joint("hinge", "revolute", "body", "door", (0, 1, 0), (0, 0.5, 0.2), (-np.pi / 2, 0))
+    return ArticulatedObject([body, door], [hinge], "oven", "flush_oven")
 
 
 @pytest.mark.parametrize("gap", [0.0, 0.002])
