@@ -270,6 +270,55 @@ def test_joint_stops_push_a_part_back_into_its_range():
     assert float(force(-0.15, -0.03)[0][0] @ lid_dir) > 0
 
 
+def test_far_joint_stops_also_hold_the_limits_a_part_opens_to():
+    """JointStops(far=True), a URDF's limits: the open limits stop the parts too (lid past 1 rad, drawer past
+    0.2 m), pushing back into the range; without ``far`` nothing holds them there."""
+    from kinemesh.dynamics.joints import JointDecoder, JointStops
+
+    dec = DriftingDecoder()
+    jd = JointDecoder(dec, _toy_articulation(), ["body", "lid", "drawer"], calibrate=False)
+    closed, every = JointStops(jd, depth=0.01), JointStops(jd, depth=0.01, far=True)
+    assert len(every) == 4 and every.parts == ["lid", "lid", "drawer", "drawer"]
+    m = torch.full((len(dec.rest_points),), 0.01, dtype=torch.float64)
+    x_in, x_out = (jd.points(dec.toy.latent_for(a, s).double()) for a, s in ((0.9, 0.15), (1.1, 0.22)))
+    assert every.contact_forces(x_in, None, m).abs().max() == 0.0
+    assert closed.contact_forces(x_out, None, m).abs().max() == 0.0
+    f = every.contact_forces(x_out, None, m)[every.i]
+    back = jd.points(dec.toy.latent_for(1.09, 0.21).double()) - x_out  # both parts moving back into the range
+    assert float(f[1] @ back[every.i[1]]) > 0 and float(f[3] @ back[every.i[3]]) > 0
+    # the closed stops stay clear
+    assert (every._penetration(x_out) > 0).tolist() == [False, True, False, True]
+
+
+def test_stops_stiffen_to_catch_a_part_thrown_at_them_within_their_depth():
+    """stiffen_stops: a state whose stop points start at speed v makes every joint stop at least
+    v^2 / depth^2 stiff per kg (the energy per kg v^2 / 2 is stored within the stop's depth); a state at rest
+    (a drag) leaves the weight-carrying stiffness g / depth."""
+    from kinemesh.dynamics.eom import point_velocities
+    from kinemesh.dynamics.joints import JointStops
+    from kinemesh.dynamics.scene import SimulationSpec, build_system, stiffen_stops
+    from kinemesh.dynamics.system import State
+    from kinemesh.reduce import ReductionConfig, bind
+
+    v, f, pid = toy_cabinet(1)
+    b = bind(v, f, moving_model(), kind="articulated", part_ids=pid, n_points=128,
+             reduction=ReductionConfig(k_q=3, basis="prior"), dtype=torch.float64)
+    spec = SimulationSpec(kind="articulated", limit_stops=True)
+    system, info = build_system(b.decoder, v, f, spec, articulation=_toy_articulation(),
+                                part_names=["body", "lid", "drawer"])
+    stops = next(s for s in system.forces if isinstance(s, JointStops))
+    assert info["joint_stops"] == len(stops) == 4
+    depth = stops.depth
+    stiffen_stops(system, State(system.q_rest, torch.zeros_like(system.q_rest)))
+    assert stops.depth == depth
+    qd = torch.full_like(system.q_rest, 20.0)
+    xd = point_velocities(system, system.q_rest, qd)[1]
+    v2 = float((xd[stops.i] ** 2).sum(-1).max())
+    assert v2 > 9.81 * depth  # fast enough that the weight-carrying stiffness would let it through
+    stiffen_stops(system, State(system.q_rest, qd))
+    assert stops.stiffness == pytest.approx(v2 / depth ** 2)
+
+
 def _knob_cabinet():
     """(vertices, faces, part ids, articulation) of a 0.8 x 0.5 x 0.6 m body with a 12 cm knob on its front (1.6 %
     of the area) turning about +x through its centre (limits +-1 rad)."""
@@ -379,6 +428,25 @@ def test_sample_of_a_urdf_keeps_parts_on_their_joints(tmp_path):
     assert main(["sample", str(folder), "--n", "2", "--out", str(tmp_path / "bad"), "--checkpoint",
                  str(tmp_path / "ckpt"), "--space", "reduced", "--k-q", "0"]) != 0
     assert not (tmp_path / "bad").exists()
+
+
+def test_simulate_of_a_urdf_stops_every_joint_at_its_limits(tmp_path):
+    """``kinemesh simulate`` of a PartNet-Mobility folder: the URDF's limits are the object's own, so every
+    limit of a joint on the held base is a stop (``SimulationSpec.limit_stops``), not only the closed ones;
+    the run records it (conditions and the number of stops)."""
+    from kinemesh.cli import main
+    from kinemesh.data.sequence import KinematicSequence
+    from tests.data_fixtures import make_partnet_folder
+
+    folder = make_partnet_folder(tmp_path / "obj")
+    moving_model().save(tmp_path / "ckpt")
+    assert main(["simulate", str(folder), "--checkpoint", str(tmp_path / "ckpt"), "--action", "none",
+                 "--velocity", "0,0,0.5", "--frames", "3", "--points", "128", "--out",
+                 str(tmp_path / "s.glb"), "--npz", str(tmp_path / "s.npz")]) == 0
+    meta = KinematicSequence.load(tmp_path / "s.npz").meta
+    assert meta["conditions"]["limit_stops"] is True
+    # door_hinge [0, pi/2] and drawer_slide (both on the body): four stops; the closed ones alone would be two
+    assert meta["simulation"]["joint_stops"] == 4
 
 
 def test_joints_the_network_does_not_move_get_coordinates_of_their_own():

@@ -257,6 +257,7 @@ def run(args) -> int:
                  reduction=ReductionConfig(k_q=args.k_q, basis=args.basis), n_points=args.points, seed=args.seed,
                  device=args.device, dtype=torch.float64, probes=probes)
     spec.kind = b.kind
+    spec.limit_stops = joints_from == "given"  # a URDF's limits are the object's own: every one is a stop
     result = simulate_mesh(b.decoder, vertices, faces, spec, part_ids=wm.part_ids, progress=True,
                             category=str(getattr(args, "category", "unknown")), articulation=art,
                             part_names=wm.part_names)

@@ -473,12 +473,14 @@ class JointDecoder:
 
 CLOSED_LIMIT = (np.radians(10.0), 0.01)
 """A revolute (rad) / prismatic (m) limit within this of the rest value 0 is a 'closed' stop (a door in its frame,
-a drawer at its back, a lid on its seat): ``joint_stops`` keeps those; the limits far from rest (how far a part
-opens) are guesses for predicted joints and stay out."""
+a drawer at its back, a lid on its seat): ``JointStops`` keeps those; the limits far from rest (how far a part
+opens) are guesses for predicted joints and stay out, unless the limits are the object's own (``far``: a
+URDF's, ``SimulationSpec.limit_stops``)."""
 
 
 class JointStops(NormalPenalty):
-    """Closed-joint stops: a joint of a ``JointDecoder`` cannot pass the limit at which its part closes.
+    """Joint stops: a joint of a ``JointDecoder`` cannot pass the limit at which its part closes (with
+    ``far``: nor any other of its limits, where the limits are the object's own, a URDF's).
 
     One stop point per stop: the child's sample point farthest from the joint axis (any child point for a
     prismatic joint), with the plane through its position at the limit whose normal is its direction of motion
@@ -492,7 +494,7 @@ class JointStops(NormalPenalty):
     offset : (s,) m of penetration allowed (0, or where a released state already was: ``relax``).
     """
 
-    def __init__(self, decoder: "JointDecoder", depth: float, damping_ratio: float = 0.7):
+    def __init__(self, decoder: "JointDecoder", depth: float, damping_ratio: float = 0.7, far: bool = False):
         rp = decoder.rest_points.detach().double()
         ii, anchors, normals, parts = [], [], [], []
         for j in decoder.joints:
@@ -504,7 +506,7 @@ class JointStops(NormalPenalty):
             o = torch.as_tensor(j.origin, dtype=torch.float64)
             near = CLOSED_LIMIT[0] if j.type == "revolute" else CLOSED_LIMIT[1]
             for v, side in ((j.limits[0], 1.0), (j.limits[1], -1.0)):
-                if abs(v) > near:
+                if abs(v) > near and not far:
                     continue
                 if j.type == "revolute":
                     r = rp[idx] - o

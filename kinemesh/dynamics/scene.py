@@ -65,6 +65,14 @@ KIND_DEFAULTS = {
 
 LATENT_INERTIA = 1e-2
 """Latent inertia added to the mass matrix, as a fraction of the mean generalized mass."""
+JOINT_LATENT_INERTIA = 1e-1
+"""The same with the parts moved along their joints (``kinemesh.dynamics.joints.JointDecoder``): its k reduced
+coordinates drive fewer joints, and the directions that move no joint carry only this inertia. At 1e-2, a
+real pot (PartNet-Mobility 100033, lid sliding 3 cm) thrown up at 1 m/s handed the energy of the lid stopping
+at its limit to those directions, which then moved thousands of std per second (10 frames: more than 10
+minutes); at 1e-1, with the URDF's limits as stops, the same 10 frames take 1.3 s and the lid stops and
+settles. A tenth of the mean generalized mass is about 1 % of the inertia of a one-joint object's moving
+direction (the mean is over k = 8 coordinates); docs/results/real.md, "A lid thrown against its limit"."""
 
 
 @dataclass
@@ -149,6 +157,12 @@ class SimulationSpec:
     part_stops: bool = True
     """Articulated objects: parts that touch at rest cannot pass through each other's rest surfaces (a lid
     stops on its seat, a door in its frame; ``kinemesh.dynamics.system.PartContacts``)."""
+    limit_stops: bool = False
+    """Articulated objects moved along their joints: every joint limit is a stop
+    (``kinemesh.dynamics.joints.JointStops`` with ``far``), as MuJoCo and PyBullet enforce a URDF's limits;
+    for limits that are the object's own (``kinemesh simulate`` sets it for the joints of a URDF /
+    PartNet-Mobility input). False: only the limits at which a part closes; predicted limits far from rest are
+    guesses."""
     max_dq: float = 0.25
     """Latent CFL bound: substeps are added so that no reduced coordinate moves more than this many prior
     standard deviations per step (the decoder is nonlinear over a few std)."""
@@ -358,22 +372,25 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
     # move almost no mass (e.g. a handle's own token) otherwise make M nearly singular, and the implicit solve
     # stopped contracting on doors released under gravity (eval dynamics: 0 of 3 doors completed at 1e-6,
     # 3 of 3 at 1e-2). It enters T = 1/2 qd^T M qd consistently, so energy is still conserved.
-    system.latent_inertia = LATENT_INERTIA * mbar
+    system.latent_inertia = (JOINT_LATENT_INERTIA if joints else LATENT_INERTIA) * mbar
     system.stiffness = (2 * math.pi * stiff_hz) ** 2 * mbar
     kin = kinematics(system, q_rest)
     g_force = float((torch.einsum("ipc,pc->i", kin.J, system.point_mass[:, None] * system.gravity).abs()
                      * system.latent).max())
     # the barrier (cubic) balances 4x the gravity force or a 3 Hz spring at 0.5 std inside it
     system.barrier_stiffness = max(4.0 * g_force, (2 * math.pi * 3.0) ** 2 * mbar * 0.5) / 0.25
+    n_stops = 0
     if kind == "articulated" and spec.part_stops:
         stops = part_contacts(decoder, faces, vertices, base=base)
         if stops is not None:
             system.forces.append(stops)
-        if joints:  # a part closing on its frame stops at its closed limit
+        if joints:  # a part closing on its frame stops at its closed limit (``limit_stops``: at every limit)
             from kinemesh.dynamics.joints import JointStops
 
-            jstops = JointStops(decoder, depth=STOP_DEPTH * float(np.ptp(vertices, axis=0).max()), damping_ratio=1.0)
-            if len(jstops):
+            jstops = JointStops(decoder, depth=STOP_DEPTH * float(np.ptp(vertices, axis=0).max()),
+                                damping_ratio=1.0, far=spec.limit_stops)
+            n_stops = len(jstops)
+            if n_stops:
                 system.forces.append(jstops)
     if "stretch" in d:  # a sheet that resists stretching; rest lengths of the decoded rest state (no force at rest)
         i, j = (torch.as_tensor(e) for e in stretch_graph(decoder.rest_points.detach().double().numpy(),
@@ -398,7 +415,7 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
             "points": P, "rest_fit_rms_m": rest_rms, "gravity": list(g),
             # the joints the network's reduced coordinates move, and those moved by coordinates of their own
             "joints_network": [n for n in jd.active if n not in jd.direct] if joints else [],
-            "joints_own": list(jd.direct) if joints else []}
+            "joints_own": list(jd.direct) if joints else [], "joint_stops": n_stops}
     return system, info
 
 
@@ -410,6 +427,25 @@ def stiffen_barrier(system: System, state: State, depth: float = 0.5) -> None:
     e = energies(system, state)
     need = 6.0 * max(e["kinetic"], e["total"], 0.0) / depth ** 3
     system.barrier_stiffness = max(system.barrier_stiffness, need)
+
+
+def stiffen_stops(system: System, state: State) -> None:
+    """Stiffen the joint stops (``kinemesh.dynamics.joints.JointStops``) so that a stop point reaching its
+    stop at the speed v it starts with (a throw, a poke) is caught within the stop's depth: k >= v^2 / depth^2
+    per kg (k p^2 / 2 = v^2 / 2 at p = depth). At the weight-carrying stiffness alone a real pot's lid thrown
+    up at 3 m/s passed its 3 cm limit into the range the network no longer moves it in
+    (docs/results/real.md)."""
+    from kinemesh.dynamics.eom import point_velocities
+    from kinemesh.dynamics.joints import JointStops
+
+    stops = [f for f in system.forces if isinstance(f, JointStops) and len(f)]
+    if not stops or not float(state.qd.abs().max()) > 0:
+        return
+    xd = point_velocities(system, state.q.double(), state.qd.double())[1]
+    for f in stops:
+        v2 = float((xd[f.i] ** 2).sum(-1).max())
+        if v2 > 0:
+            f.depth = min(f.depth, 9.81 * f.depth ** 2 / v2)  # k = g / depth -> v^2 / depth^2
 
 
 def relax_stops(system: System, q) -> None:
@@ -578,6 +614,7 @@ def simulate_mesh(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simula
         state0, lead = initial_conditions(system, spec, info)
         relax_stops(system, state0.q)
         stiffen_barrier(system, state0)
+        stiffen_stops(system, state0)
         lead = lead[: max(0, spec.frames - 1)]
         n_dyn = spec.frames - len(lead)
         t1 = time.perf_counter()

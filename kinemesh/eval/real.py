@@ -260,7 +260,8 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
         vid = int(np.flatnonzero(moving)[np.argmax(radial)])
         target = (j.motion(asked)[:3, :3] @ v[vid] + j.motion(asked)[:3, 3])
         spec = SimulationSpec(kind=b.kind, frames=cfg.frames, drag_vertex=vid, drag_to=tuple(target), hold=True,
-                              seed=cfg.seed, joints=not cfg.free_parts, gravity=cfg.gravity)
+                              seed=cfg.seed, joints=not cfg.free_parts, gravity=cfg.gravity,
+                              limit_stops=joints_from == "given")  # as kinemesh simulate on a URDF
         try:
             res = simulate_mesh(b.decoder, v, f, spec, part_ids=pid, progress=False, articulation=art,
                                 part_names=wm.part_names)

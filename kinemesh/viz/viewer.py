@@ -125,6 +125,7 @@ class ViewerApp:
         self.model_ok = False
         self.reduced = None
         self._articulation = self._part_names = None  # the joints the dynamics move the parts along
+        self._limit_stops = False  # every joint limit a stop (the URDF's joints), else the closed ones only
         self.q: np.ndarray | None = None
         self.selected_vertex: int | None = None
         self.drag_target: np.ndarray | None = None
@@ -227,12 +228,14 @@ class ViewerApp:
             t0 = time.perf_counter()
             kind = resolve_kind(self._requested_kind(), self.rest_vertices, self.faces, self.part_ids)
             probes = self._articulation = self._part_names = None
+            self._limit_stops = False
             if cfg.basis != "prior" and kind == "articulated" and self.part_ids is not None:  # URDF's / predicted
                 obj = self.drawable.articulated
                 names = [p.name for p in obj.parts] if obj is not None else \
                     [f"part_{i}" for i in range(int(np.max(self.part_ids)) + 1)]
-                probes, _, self._articulation = motion_probes(self.rest_vertices, self.faces, self.part_ids, names,
-                                                              obj)
+                probes, source, self._articulation = motion_probes(self.rest_vertices, self.faces,
+                                                                   self.part_ids, names, obj)
+                self._limit_stops = source == "given"  # a URDF's limits are the object's own
                 self._part_names = names
             b = bind(self.rest_vertices, self.faces, cfg.checkpoint, kind=kind,
                      part_ids=self.part_ids, n_points=cfg.n_points, device=cfg.device, probes=probes,
@@ -365,7 +368,8 @@ class ViewerApp:
             # no rigid-body coordinates here: the sliders are the model's q, and a poked free body drifting
             # out of the view without a floor is not what the drag-and-release tool is for
             spec = SimulationSpec(kind=self.dynamics_kind(), gravity=cfg.gravity, stiffness=cfg.stiffness_hz,
-                                  damping=cfg.damping, rigid=False, fixed_base=cfg.fixed_base)
+                                  damping=cfg.damping, rigid=False, fixed_base=cfg.fixed_base,
+                                  limit_stops=self._limit_stops)
             self._session = Session(self.reduced, self.rest_vertices, self.faces, spec,
                                     articulation=self._articulation, part_names=self._part_names)
             self.q_rest, self.rest_offset = self._session.q_rest, self._session.rest_offset
