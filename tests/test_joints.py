@@ -317,6 +317,8 @@ def test_stops_stiffen_to_catch_a_part_thrown_at_them_within_their_depth():
     assert v2 > 9.81 * depth  # fast enough that the weight-carrying stiffness would let it through
     stiffen_stops(system, State(system.q_rest, qd))
     assert stops.stiffness == pytest.approx(v2 / depth ** 2)
+    stiffen_stops(system, State(system.q_rest, 0.0 * qd))  # a later release at rest: back to its weight depth
+    assert stops.depth == depth
 
 
 def _knob_cabinet():

@@ -491,7 +491,9 @@ class JointStops(NormalPenalty):
     Attributes
     ----------
     i : (s,) int64 point indices; anchor : (s, 3) plane points (m); normals : (s, 3); parts : (s,) child names;
-    offset : (s,) m of penetration allowed (0, or where a released state already was: ``relax``).
+    offset : (s,) m of penetration allowed (0, or where a released state already was: ``relax``);
+    weight_depth : the ``depth`` it was built with (``kinemesh.dynamics.scene.stiffen_stops`` lowers ``depth``
+    for a part thrown at its stop, from this one).
     """
 
     def __init__(self, decoder: "JointDecoder", depth: float, damping_ratio: float = 0.7, far: bool = False):
@@ -530,6 +532,7 @@ class JointStops(NormalPenalty):
         self._counts = torch.as_tensor([len(decoder._points_of[n]) for n in parts], dtype=torch.float64)
         self.offset = torch.zeros(len(ii), dtype=torch.float64)
         self.depth, self.damping_ratio = float(depth), float(damping_ratio)
+        self.weight_depth = self.depth  # carries the weight (``scene.stiffen_stops`` may lower ``depth``)
 
     def __len__(self) -> int:
         return int(len(self.i))

@@ -439,6 +439,8 @@ def stiffen_stops(system: System, state: State) -> None:
     from kinemesh.dynamics.joints import JointStops
 
     stops = [f for f in system.forces if isinstance(f, JointStops) and len(f)]
+    for f in stops:  # (from the depth they were built with: a gentle rollout after a throw is not stiffened)
+        f.depth = f.weight_depth
     if not stops or not float(state.qd.abs().max()) > 0:
         return
     xd = point_velocities(system, state.q.double(), state.qd.double())[1]

@@ -13,7 +13,7 @@ import torch
 from kinemesh.dynamics.boundary import solve_positions
 from kinemesh.dynamics.integrators import integrate
 from kinemesh.dynamics.scene import (LEAST_MOTION, SimulationSpec, build_system, relax_stops, rest_offset,
-                                     torch_threads)
+                                     stiffen_stops, torch_threads)
 from kinemesh.dynamics.system import State, make_handles
 
 
@@ -66,6 +66,7 @@ class Session:
         kept for the following chunks. Raises SimulationDivergedError as :func:`~kinemesh.dynamics.integrate`."""
         state = State(torch.as_tensor(q0, dtype=torch.float64), torch.as_tensor(qd0, dtype=torch.float64))
         relax_stops(self.system, state.q)  # a part released where the model leaves it penetrating is not shot out
+        stiffen_stops(self.system, state)  # a part flung at a joint stop is caught there
         done = 1
         while done < n_frames:
             m = min(chunk, n_frames - done)
