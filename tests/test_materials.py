@@ -204,6 +204,39 @@ def test_wind_pushes_downwind_and_drag_pulls_towards_target():
     assert com[-1, 1] - com[0, 1] > 0.1 and abs(com[-1, 0] - com[0, 0]) < 0.05
 
 
+def test_rigid_wind_from_the_bodies_frames_equals_the_load_on_the_posed_faces():
+    """_RigidWind: per body, the force and the torque about its origin from the faces' normals, areas and
+    centres in its own frame equal the sums of ``_face_forces`` over its faces posed in the world (float64),
+    for turned bodies; faces turned away from the wind carry nothing."""
+    from types import SimpleNamespace
+
+    from kinemesh.materials.physics import _face_forces, _RigidWind
+    from kinemesh.data.articulated import axis_angle_matrix
+
+    rng = np.random.default_rng(0)
+    box = trimesh.creation.box(extents=(0.3, 0.2, 0.1))
+    ball = trimesh.creation.icosphere(subdivisions=1, radius=0.05)
+    items = [(1, np.asarray(box.vertices) + 0.05), (3, np.asarray(ball.vertices))]
+    faces = np.concatenate([box.faces, ball.faces + len(box.vertices)])
+    wind = _RigidWind(SimpleNamespace(items=items), faces)
+    xpos, xmat = rng.normal(size=(4, 3)), np.zeros((4, 9))
+    for b in (1, 3):
+        axis = rng.normal(size=3)
+        xmat[b] = axis_angle_matrix(axis / np.linalg.norm(axis), rng.uniform(0.3, 2.5)).ravel()
+    w = np.array([6.0, -2.0, 1.0])
+    x = np.concatenate([xpos[b] + v @ xmat[b].reshape(3, 3).T for b, v in items])
+    f, c = _face_forces(x, faces, w, 1.2, 1.1, False)
+    owner = np.repeat([1, 3], [len(box.faces), len(ball.faces)])
+    loads = wind.loads(xpos, xmat, w, 1.2, 1.1)
+    assert [b for b, _, _ in loads] == [1, 3]
+    for b, force, torque in loads:
+        sel = owner == b
+        assert np.allclose(force, f[sel].sum(0), atol=1e-12)
+        assert np.allclose(torque, np.cross(c[sel] - xpos[b], f[sel]).sum(0), atol=1e-12)
+        assert np.linalg.norm(force) > 0.01 and force @ w > 0  # pushed downwind
+    assert (np.abs(f).sum(1) == 0).sum() > len(faces) // 3  # the lee side
+
+
 def test_non_star_shaped_soft_part_runs_on_a_tetrahedral_cage():
     """Two overlapping spheres (like the bundled soft toy): surface-to-centre tetrahedra would invert, so the
     part is simulated on a cage that carries the surface; the output keeps the input's vertices."""
