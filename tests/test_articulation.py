@@ -419,6 +419,23 @@ def test_parts_from_components_and_labels(tmp_path):
     assert {p.name for p in obj2.parts} == {"part_0", "part_1"}
 
 
+def test_parts_of_a_plain_mesh_are_grouped_as_simulate_groups_them(tmp_path):
+    """A plain mesh (no groups or labels): ``articulate`` takes the parts ``simulate`` moves
+    (``group_components``: a door in three components, slab, glass and handle, is one part, buttons stay on the
+    body), not every connected component; ``auto_parts=False`` keeps the components (slivers merged)."""
+    from kinemesh.articulation.parts import load_parts
+    from tests.test_segments import _cabinet
+
+    v, f, door = _cabinet()
+    path = tmp_path / "cabinet.ply"
+    trimesh.Trimesh(v, f, process=False).export(path)
+    obj = load_parts(path)
+    assert [p.name for p in obj.parts] == ["part_0", "part_1"]
+    by_size = sorted(obj.parts, key=lambda p: len(p.vertices))
+    assert [len(p.vertices) for p in by_size] == [len(v) - door, door]  # the door's 3 components, the body's 3
+    assert len(load_parts(path, auto_parts=False).parts) > 2
+
+
 def test_cli_observed_sequence_fits_joints(tmp_path):
     from kinemesh.cli import main
     from kinemesh.data.partnet import write_partnet_folder

@@ -1,5 +1,6 @@
 """Segmented static shapes for articulation: parts from URDF links / PartNet-Mobility folders, GLB nodes, OBJ
-groups, a per-face label file, or connected components.
+groups, a per-face label file, or a plain mesh's connected components grouped as ``kinemesh simulate`` groups
+them (``kinemesh.geometry.kind.group_components``), or, without ``auto_parts``, the components themselves.
 
 The result is an :class:`ArticulatedObject` whose joints are *hidden*: every part is welded to the root by a
 fixed joint (the articulation to be inferred); any joints the input had are kept in ``meta["hidden_joints"]``
@@ -30,13 +31,16 @@ def static_object(parts: list[Part], name: str = "object", category: str = "unkn
 
 
 def load_parts(path: str | os.PathLike, labels: str | os.PathLike | None = None, up: str | None = None,
-               min_component_fraction: float = 0.002) -> ArticulatedObject:
+               min_component_fraction: float = 0.002, auto_parts: bool = True) -> ArticulatedObject:
     """Load ``path`` as a segmented static shape (see module doc).
 
     ``labels``: a part-label file (``.npy`` int array or text with one label per line, one per face or per
     vertex; :func:`kinemesh.data.meshes.read_part_labels`) that splits a single mesh into parts. ``up``: ``"z"`` (default for OBJ/PLY/STL/OFF) or ``"y"`` (default for
-    glTF/GLB, whose convention is Y up). Connected components smaller than ``min_component_fraction`` of the
-    surface area are merged into the nearest larger component.
+    glTF/GLB, whose convention is Y up). A mesh without parts (no groups, nodes or labels) is split into its
+    connected components grouped as ``kinemesh simulate`` groups them (``auto_parts``: a part made of many
+    components, a door's panel, glass and handle, is one part; buttons join their panel), else into the
+    components themselves, those smaller than ``min_component_fraction`` of the surface area merged into the
+    nearest larger one.
 
     Raises InputFileError naming the file for unreadable input, a label count matching neither the faces nor
     the vertices, or an unknown format.
@@ -61,7 +65,7 @@ def load_parts(path: str | os.PathLike, labels: str | os.PathLike | None = None,
         v, f = np.asarray(seq.rest_vertices, float), np.asarray(seq.faces)
         if seq.part_ids is None:
             face_parts, names = read_part_labels(labels, f, len(v), p.name) if labels is not None else (None, [])
-            return _split(v, f, face_parts, names, labels is not None, p, min_component_fraction)
+            return _split(v, f, face_parts, names, labels is not None, p, min_component_fraction, auto_parts)
         parts = parts_from_vertex_ids(v, f, np.asarray(seq.part_ids), names, labs)
         return static_object(parts, p.stem, seq.meta.get("category", "unknown"), seq.meta.get("joints", []))
     if p.suffix.lower() not in MESH_SUFFIXES:
@@ -72,7 +76,8 @@ def load_parts(path: str | os.PathLike, labels: str | os.PathLike | None = None,
     v, default_up = np.asarray(mesh.vertices, float), "y" if p.suffix.lower() in (".glb", ".gltf") else "z"
     if up and up != default_up:
         v = v @ (Y_UP_TO_Z_UP.T if up == "y" else Y_UP_TO_Z_UP)
-    return _split(v, np.asarray(mesh.faces), face_parts, names, source == "labels", p, min_component_fraction)
+    return _split(v, np.asarray(mesh.faces), face_parts, names, source == "labels", p, min_component_fraction,
+                  auto_parts)
 
 
 def parts_from_vertex_ids(v, f, ids, names, labs=()) -> list[Part]:
@@ -97,11 +102,20 @@ def _submesh(v, f, face_mask, name, label="") -> Part:
     return Part(name, v[used], remap[ff], label)
 
 
-def _split(v, f, face_parts, names, labelled: bool, path, min_fraction) -> ArticulatedObject:
+def _split(v, f, face_parts, names, labelled: bool, path, min_fraction,
+           auto_parts: bool = True) -> ArticulatedObject:
     """Parts from a part id per face (integer labels named ``part_<label>``), or, when ``face_parts`` is None,
-    from connected components (those under ``min_fraction`` of the area merged into the nearest larger one)."""
+    from the connected components grouped by ``group_components`` (``auto_parts``, on the file's topology, as
+    ``kinemesh.geometry.segments.load_segmented`` groups them for ``simulate``), else from the components
+    (those under ``min_fraction`` of the area merged into the nearest larger one)."""
     import trimesh
 
+    if face_parts is None and auto_parts:
+        from kinemesh.geometry.kind import group_components
+
+        groups = group_components(v, f)
+        if groups.max() >= 1:
+            face_parts, names = groups[f[:, 0]], [f"part_{i}" for i in range(groups.max() + 1)]
     if face_parts is None:
         m = trimesh.Trimesh(v, f, process=True)
         v, f, face_parts = np.asarray(m.vertices), np.asarray(m.faces), _components(m, min_fraction)
