@@ -421,8 +421,8 @@ def test_parts_from_components_and_labels(tmp_path):
 
 def test_parts_of_a_plain_mesh_are_grouped_as_simulate_groups_them(tmp_path):
     """A plain mesh (no groups or labels): ``articulate`` takes the parts ``simulate`` moves
-    (``group_components``: a door in three components, slab, glass and handle, is one part, buttons stay on the
-    body), not every connected component; ``auto_parts=False`` keeps the components (slivers merged)."""
+    (``group_components``: a door in three components, slab, glass and handle, is one part, buttons stay on
+    the body), not every connected component; ``auto_parts=False`` keeps the components (slivers merged)."""
     from kinemesh.articulation.parts import load_parts
     from tests.test_segments import _cabinet
 
@@ -432,7 +432,8 @@ def test_parts_of_a_plain_mesh_are_grouped_as_simulate_groups_them(tmp_path):
     obj = load_parts(path)
     assert [p.name for p in obj.parts] == ["part_0", "part_1"]
     by_size = sorted(obj.parts, key=lambda p: len(p.vertices))
-    assert [len(p.vertices) for p in by_size] == [len(v) - door, door]  # the door's 3 components, the body's 3
+    # the door's three components, the body's three (body and buttons)
+    assert [len(p.vertices) for p in by_size] == [len(v) - door, door]
     assert len(load_parts(path, auto_parts=False).parts) > 2
 
 

@@ -8,8 +8,8 @@ def register(sub) -> None:
     p = sub.add_parser("articulate", help="infer part joints (type, axis, origin, limits) and export URDF/MJCF",
                        description=__doc__)
     p.add_argument("input", help="URDF / PartNet-Mobility folder, .npz sequence, GLB (nodes), OBJ (groups) or "
-                                 "any mesh (--labels, else its connected components grouped as simulate groups "
-                                 "them)")
+                                 "any mesh (--labels, else its connected components grouped as simulate "
+                                 "groups them)")
     p.add_argument("--out", required=True, help="output folder (written atomically; an existing non-empty "
                                                 "folder needs --force)")
     p.add_argument("--force", action="store_true", help="replace an existing non-empty --out folder")
@@ -23,7 +23,8 @@ def register(sub) -> None:
                                                    "default: the shipped weights")
     p.add_argument("--labels", default=None, help="per-face part labels (.npy ints or text, one per face)")
     p.add_argument("--no-auto-parts", action="store_true",
-                   help="a plain mesh's parts are its connected components, not grouped as simulate groups them")
+                   help="a plain mesh's parts are its connected components, not grouped as simulate groups "
+                        "them")
     p.add_argument("--up", choices=["y", "z"], default=None, help="up axis of a mesh file (default z; GLB: y)")
     p.add_argument("--no-validity", action="store_true", help="skip the sweep check that picks opening directions")
     p.add_argument("--no-render", action="store_true", help="do not render articulation.png")
