@@ -292,11 +292,13 @@ def test_far_joint_stops_also_hold_the_limits_a_part_opens_to():
 
 def test_stops_stiffen_to_catch_a_part_thrown_at_them_within_their_depth():
     """stiffen_stops: a state whose stop points start at speed v makes every joint stop at least
-    v^2 / depth^2 stiff per kg (the energy per kg v^2 / 2 is stored within the stop's depth); a state at rest
-    (a drag) leaves the weight-carrying stiffness g / depth."""
+    v^2 / depth^2 stiff per kg (the energy per kg v^2 / 2 is stored within the stop's depth) and asks for the
+    substeps that resolve it; a state at rest (a drag) leaves the weight-carrying stiffness g / depth."""
     from kinemesh.dynamics.eom import point_velocities
     from kinemesh.dynamics.joints import JointStops
-    from kinemesh.dynamics.scene import SimulationSpec, build_system, stiffen_stops
+    import math
+
+    from kinemesh.dynamics.scene import STOP_STEPS, SimulationSpec, build_system, stiffen_stops
     from kinemesh.dynamics.system import State
     from kinemesh.reduce import ReductionConfig, bind
 
@@ -309,14 +311,16 @@ def test_stops_stiffen_to_catch_a_part_thrown_at_them_within_their_depth():
     stops = next(s for s in system.forces if isinstance(s, JointStops))
     assert info["joint_stops"] == len(stops) == 4
     depth = stops.depth
-    stiffen_stops(system, State(system.q_rest, torch.zeros_like(system.q_rest)))
+    assert stiffen_stops(system, State(system.q_rest, torch.zeros_like(system.q_rest))) == 1
     assert stops.depth == depth
     qd = torch.full_like(system.q_rest, 20.0)
     xd = point_velocities(system, system.q_rest, qd)[1]
     v2 = float((xd[stops.i] ** 2).sum(-1).max())
     assert v2 > 9.81 * depth  # fast enough that the weight-carrying stiffness would let it through
-    stiffen_stops(system, State(system.q_rest, qd))
+    n = stiffen_stops(system, State(system.q_rest, qd), fps=30.0)
     assert stops.stiffness == pytest.approx(v2 / depth ** 2)
+    # substeps per frame resolving the stiffened stop's period in STOP_STEPS steps (unresolved, it bounces)
+    assert n == math.ceil(STOP_STEPS * math.sqrt(v2) / depth / (2 * math.pi * 30.0)) and n > 2
     stiffen_stops(system, State(system.q_rest, 0.0 * qd))  # a later release at rest: back to its weight depth
     assert stops.depth == depth
 

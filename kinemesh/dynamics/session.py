@@ -66,7 +66,8 @@ class Session:
         kept for the following chunks. Raises SimulationDivergedError as :func:`~kinemesh.dynamics.integrate`."""
         state = State(torch.as_tensor(q0, dtype=torch.float64), torch.as_tensor(qd0, dtype=torch.float64))
         relax_stops(self.system, state.q)  # a part released where the model leaves it penetrating is not shot out
-        stiffen_stops(self.system, state)  # a part flung at a joint stop is caught there
+        # a part flung at a joint stop is caught there, in the substeps that resolve the stiffened stop
+        substeps = max(substeps, stiffen_stops(self.system, state, fps))
         done = 1
         while done < n_frames:
             m = min(chunk, n_frames - done)
