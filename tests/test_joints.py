@@ -325,6 +325,27 @@ def test_stops_stiffen_to_catch_a_part_thrown_at_them_within_their_depth():
     assert stops.depth == depth
 
 
+def test_a_urdfs_limits_replace_the_rest_contacts_of_the_parts_they_stop():
+    """With ``limit_stops`` (a URDF's joints) the parts the joint stops hold at both ends keep no rest
+    contacts with the base (``PartContacts.subset``): on a real microwave those blocked a poked door from
+    opening. Without it (predicted joints) the contacts stay."""
+    from kinemesh.dynamics.scene import SimulationSpec, build_system
+    from kinemesh.dynamics.system import PartContacts
+    from kinemesh.reduce import ReductionConfig, bind
+
+    v, f, pid = toy_cabinet(1)
+    b = bind(v, f, moving_model(), kind="articulated", part_ids=pid, n_points=128,
+             reduction=ReductionConfig(k_q=3, basis="prior"), dtype=torch.float64)
+    moving = torch.as_tensor(np.asarray(b.decoder.point_groups) != 0)
+    pairs = {}
+    for given in (False, True):
+        system, _ = build_system(b.decoder, v, f, SimulationSpec(kind="articulated", limit_stops=given),
+                                 articulation=_toy_articulation(), part_names=["body", "lid", "drawer"])
+        pc = [s for s in system.forces if isinstance(s, PartContacts)]
+        pairs[given] = int(moving[pc[0].i].sum()) if pc else 0
+    assert pairs[False] > 0 and pairs[True] == 0
+
+
 def _knob_cabinet():
     """(vertices, faces, part ids, articulation) of a 0.8 x 0.5 x 0.6 m body with a 12 cm knob on its front (1.6 %
     of the area) turning about +x through its centre (limits +-1 rad)."""

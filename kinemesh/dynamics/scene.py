@@ -382,16 +382,24 @@ def build_system(decoder, vertices: np.ndarray, faces: np.ndarray, spec: Simulat
     n_stops = 0
     if kind == "articulated" and spec.part_stops:
         stops = part_contacts(decoder, faces, vertices, base=base)
-        if stops is not None:
-            system.forces.append(stops)
+        jstops = None
         if joints:  # a part closing on its frame stops at its closed limit (``limit_stops``: at every limit)
             from kinemesh.dynamics.joints import JointStops
 
             jstops = JointStops(decoder, depth=STOP_DEPTH * float(np.ptp(vertices, axis=0).max()),
                                 damping_ratio=1.0, far=spec.limit_stops)
             n_stops = len(jstops)
-            if n_stops:
-                system.forces.append(jstops)
+        if stops is not None and n_stops and spec.limit_stops:
+            # the URDF's joints are the object's own motion and its limits stop each part: a part they stop
+            # needs no contact with the base's rest surface, which on a real mesh blocked a microwave door
+            # from opening (its hinge edge swings a few mm into the side wall's rest plane)
+            stopped = np.concatenate([decoder._points_of[n].numpy() for n in set(jstops.parts)])
+            held = np.isin(stops.i.numpy(), stopped)
+            stops = stops.subset(~held)
+        if stops is not None:
+            system.forces.append(stops)
+        if n_stops:
+            system.forces.append(jstops)
     if "stretch" in d:  # a sheet that resists stretching; rest lengths of the decoded rest state (no force at rest)
         i, j = (torch.as_tensor(e) for e in stretch_graph(decoder.rest_points.detach().double().numpy(),
                                                            STRETCH_NEIGHBOURS))

@@ -350,6 +350,14 @@ class PartContacts(NormalPenalty):
         g = ((x[self.i] - x[self.j]) * self.normals).sum(-1)
         return (self.gap0 - self.slack - g).clamp_min(0.0)
 
+    def subset(self, keep) -> "PartContacts | None":
+        """The pairs where ``keep`` (c,) bool is True, built at rest (None when none is)."""
+        keep = torch.as_tensor(np.asarray(keep, dtype=bool))
+        if not bool(keep.any()):
+            return None
+        return PartContacts(self.i[keep], self.j[keep], self.normals[keep], self.gap0[keep], self.slack,
+                            self.depth, self.damping_ratio)
+
     def relax(self, x: torch.Tensor) -> None:
         """Let the pairs start at points x (P, 3) (the released state): a pair that already penetrates there
         (the model cannot turn a part exactly about its hinge) is stopped from going deeper, not pushed out, so
