@@ -207,17 +207,24 @@ def test_joints_the_calibrated_network_cannot_reach_get_coordinates_of_their_own
     assert JointDecoder(dec, dec.art, dec.names, direct=True).direct == []
 
 
+def _bound_cabinet():
+    """(vertices, faces, part ids, Binding) of the toy cabinet bound to ``moving_model`` as articulated (128
+    points, 3 prior-basis coordinates, float64)."""
+    from kinemesh.reduce import ReductionConfig, bind
+
+    v, f, pid = toy_cabinet(1)
+    return v, f, pid, bind(v, f, moving_model(), kind="articulated", part_ids=pid, n_points=128,
+                           reduction=ReductionConfig(k_q=3, basis="prior"), dtype=torch.float64)
+
+
 def test_build_system_moves_parts_along_the_articulation():
     """build_system wraps an articulated decoder in a JointDecoder when an articulation is given (info["joints"]),
     in the base-frame decoder with SimulationSpec(joints=False) or without one; a drag simulation runs."""
     from kinemesh.dynamics.floating import BaseFrameDecoder
     from kinemesh.dynamics.joints import JointDecoder
     from kinemesh.dynamics.scene import SimulationSpec, build_system, simulate_mesh
-    from kinemesh.reduce import ReductionConfig, bind
 
-    v, f, pid = toy_cabinet(1)
-    b = bind(v, f, moving_model(), kind="articulated", part_ids=pid, n_points=128,
-             reduction=ReductionConfig(k_q=3, basis="prior"), dtype=torch.float64)
+    v, f, pid, b = _bound_cabinet()
     art, names = _toy_articulation(), ["body", "lid", "drawer"]
     system, info = build_system(b.decoder, v, f, SimulationSpec(kind="articulated"), articulation=art,
                                 part_names=names)
@@ -300,11 +307,8 @@ def test_stops_stiffen_to_catch_a_part_thrown_at_them_within_their_depth():
 
     from kinemesh.dynamics.scene import STOP_STEPS, SimulationSpec, build_system, stiffen_stops
     from kinemesh.dynamics.system import State
-    from kinemesh.reduce import ReductionConfig, bind
 
-    v, f, pid = toy_cabinet(1)
-    b = bind(v, f, moving_model(), kind="articulated", part_ids=pid, n_points=128,
-             reduction=ReductionConfig(k_q=3, basis="prior"), dtype=torch.float64)
+    v, f, pid, b = _bound_cabinet()
     spec = SimulationSpec(kind="articulated", limit_stops=True)
     system, info = build_system(b.decoder, v, f, spec, articulation=_toy_articulation(),
                                 part_names=["body", "lid", "drawer"])
@@ -331,11 +335,8 @@ def test_a_urdfs_limits_replace_the_rest_contacts_of_the_parts_they_stop():
     opening. Without it (predicted joints) the contacts stay."""
     from kinemesh.dynamics.scene import SimulationSpec, build_system
     from kinemesh.dynamics.system import PartContacts
-    from kinemesh.reduce import ReductionConfig, bind
 
-    v, f, pid = toy_cabinet(1)
-    b = bind(v, f, moving_model(), kind="articulated", part_ids=pid, n_points=128,
-             reduction=ReductionConfig(k_q=3, basis="prior"), dtype=torch.float64)
+    v, f, pid, b = _bound_cabinet()
     moving = torch.as_tensor(np.asarray(b.decoder.point_groups) != 0)
     pairs = {}
     for given in (False, True):

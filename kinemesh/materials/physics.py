@@ -526,12 +526,13 @@ def _simulate_once(obj, assignment, cfg: CaseConfig, progress: bool) -> PhysicsR
     if progress:
         iterator = tqdm(iterator, desc=f"{cfg.case} ({obj.name})", unit="frame", leave=False)
     rigid_wind = _RigidWind(rec, faces) if cfg.case == "wind" and not flex else None
+    wind_velocity = np.asarray(cfg.wind_velocity, float)
     for _ in iterator:
         for _s in range(steps_per_frame):
             time = data.time
-            if rigid_wind is not None:  # (the wind ramps up over 0.2 s)
+            wind = min(1.0, time / 0.2) * wind_velocity  # (wind case: it ramps up over 0.2 s)
+            if rigid_wind is not None:
                 data.qfrc_applied[:] = 0.0
-                wind = min(1.0, time / 0.2) * np.asarray(cfg.wind_velocity, float)
                 for b, force, torque in rigid_wind.loads(data.xpos, data.xmat, wind, cfg.air_density,
                                                          cfg.drag_coefficient):
                     mujoco.mj_applyFT(model, data, force, torque, data.xpos[b], b, data.qfrc_applied)
@@ -548,8 +549,6 @@ def _simulate_once(obj, assignment, cfg: CaseConfig, progress: bool) -> PhysicsR
                     else:
                         mujoco.mj_applyFT(model, data, force, np.zeros(3), x[idx], drag_body, data.qfrc_applied)
                 else:
-                    ramp = min(1.0, time / 0.2)
-                    wind = ramp * np.asarray(cfg.wind_velocity, float)
                     vv = (x - prev_x) / model.opt.timestep  # (a flex: rigid parts' wind is ``rigid_wind``)
                     f_face, _ = _face_forces(x, faces, wind, cfg.air_density, cfg.drag_coefficient, two_sided,
                                              vv)
