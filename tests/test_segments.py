@@ -4,7 +4,6 @@ metrics (kinemesh.eval.real) on known motions."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -242,3 +241,26 @@ def test_drag_joints_drag_a_screw_cap_once():
         Joint("lift", "prismatic", "body", "helper", (0, 0, 1), (0, 0, 0), (0.0, 0.05)),
         Joint("weld", "fixed", "helper", "cap", (0, 0, 1), (0, 0, 0), None)])
     assert [j.name for j in drag_joints(slide)] == ["lift"]
+
+
+def test_group_components_details_join_their_nearest_big_group():
+    """Small details join the big group whose surface is nearest (the pruned search gives the brute force's
+    answer): six big boxes in a row, each with details beside it."""
+    from kinemesh.geometry.metrics import point_to_surface_distance
+
+    rng = np.random.default_rng(3)
+    bigs = [box([1.2 * i, 0, 0], [1.2 * i + 1.0, 1.0, 1.0]) for i in range(6)]
+    details = []
+    for _ in range(14):
+        c = rng.uniform([-0.1, -0.1, -0.1], [7.0, 1.1, 1.1])
+        details.append(box(c, c + 0.02))
+    v, f = merge_meshes(*bigs, *details)
+    g = group_components(v, f)
+    assert g.max() == 5  # the six boxes; every detail joined one
+    start = sum(len(b[0]) for b in bigs)
+    for d in details:
+        dv = v[start:start + len(d[0])]
+        brute = np.argmin([point_to_surface_distance(dv, *b).min() for b in bigs])
+        first = sum(len(b[0]) for b in bigs[:brute])
+        assert g[start] == g[first]
+        start += len(d[0])

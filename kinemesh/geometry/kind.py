@@ -137,13 +137,31 @@ def group_components(vertices: np.ndarray, faces: np.ndarray, small: float = 0.0
     diag = np.array([np.linalg.norm(np.ptp(v[group == g], axis=0)) for g in ids])
     big = diag >= small * size
     if big.any() and not big.all():
-        from kinemesh.geometry.metrics import point_to_surface_distance
+        from kinemesh.geometry.metrics import surface_index
 
+        # every small group's vertices against the surfaces of the big groups that can be nearest: a big group
+        # whose bounding box is farther than the nearest big group's vertex cannot be (exact, pruned)
+        small_vs = np.flatnonzero(np.isin(group, ids[~big]))
+        owner = np.searchsorted(ids[~big], group[small_vs])
+        n_small = int((~big).sum())
         big_faces = [f[group[f[:, 0]] == g] for g in ids[big]]
-        for g in ids[~big]:
-            pts = v[group == g]
-            near = np.argmin([point_to_surface_distance(pts, v, bf).min() for bf in big_faces])
-            group[group == g] = ids[big][near]
+        big_vs = np.unique(np.concatenate(big_faces))
+        upper = np.full(n_small, np.inf)
+        np.minimum.at(upper, owner, cKDTree(v[big_vs]).query(v[small_vs])[0])
+        lo_s, hi_s = np.full((n_small, 3), np.inf), np.full((n_small, 3), -np.inf)
+        np.minimum.at(lo_s, owner, v[small_vs])
+        np.maximum.at(hi_s, owner, v[small_vs])
+        nearest = np.full((n_small, int(big.sum())), np.inf)
+        for k, bf in enumerate(big_faces):
+            bv = v[np.unique(bf)]
+            gap = np.maximum(np.maximum(bv.min(0) - hi_s, lo_s - bv.max(0)), 0.0)
+            near = np.einsum("ij,ij->i", gap, gap) <= upper ** 2 * (1 + 1e-9) + 1e-30
+            rows = near[owner]
+            if rows.any():
+                d2 = surface_index(v, bf).sqdist(v[small_vs[rows]])
+                np.minimum.at(nearest[:, k], owner[rows], d2)
+        target = ids[big][np.argmin(nearest, axis=1)]
+        group[small_vs] = target[owner]
     used = np.zeros(len(v), bool)
     used[f.reshape(-1)] = True
     if (~used).any() and used.any():
