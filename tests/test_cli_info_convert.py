@@ -57,6 +57,29 @@ def test_convert_articulated(tmp_path, capsys, out_name, fmt):
         assert len(list(out.glob("*.obj"))) == 6
 
 
+def test_convert_rest_obj_keeps_the_links_as_groups(tmp_path, capsys):
+    """A URDF folder's rest OBJ carries its links as ``o`` groups (vertex ids unchanged), so a segmented
+    object stays segmented through convert: simulate, sample and ik read the same parts back."""
+    from kinemesh.data.meshes import read_face_parts, read_obj_geometry
+    from kinemesh.geometry.segments import load_segmented
+
+    folder = make_partnet_folder(tmp_path / "cab")
+    out = tmp_path / "rest.obj"
+    assert main(["convert", str(folder), str(out)]) == 0
+    assert "4 parts as o groups" in capsys.readouterr().out
+    v, f = read_obj_geometry(out)
+    rv, rf, pid = load_articulated(folder).merged({})
+    np.testing.assert_allclose(v, rv, atol=1e-6)
+    np.testing.assert_array_equal(f, rf)
+    face_parts, names, source = read_face_parts(out)
+    assert source == "groups" and names == ["link_0", "link_1", "link_2", "link_3"]
+    rank = np.unique(pid, return_inverse=True)[1].reshape(-1)  # link index among the links with geometry
+    np.testing.assert_array_equal(face_parts, rank[rf[:, 0]])
+    a, b = load_segmented(out), load_segmented(folder)
+    assert a.part_source == "groups"  # every working vertex in the part of the same name
+    np.testing.assert_array_equal(np.array(a.part_names)[a.part_ids], np.array(b.part_names)[b.part_ids])
+
+
 def test_convert_to_partnet_folder_and_back(tmp_path):
     folder = make_partnet_folder(tmp_path / "cab")
     assert main(["convert", str(folder), str(tmp_path / "copy"), "--format", "partnet"]) == 0
@@ -74,6 +97,16 @@ def test_convert_frames_and_anime(tmp_path):
     assert main(["convert", str(tmp_path / "a.anime"), str(tmp_path / "a.glb")]) == 0
     assert main(["convert", str(tmp_path / "a.anime"), str(tmp_path / "a.glb")]) == 1  # exists, no --force
     assert main(["convert", str(tmp_path / "a.anime"), str(tmp_path / "a.glb"), "--force"]) == 0
+
+
+def test_simulate_a_folder_of_frames_says_it_is_a_sequence(tmp_path, capsys):
+    """A folder of mesh frames given where an object is expected: the error names it a 4D sequence, and nothing
+    is written."""
+    folder, _ = make_frame_folder(tmp_path / "frames", n_frames=3)
+    assert main(["simulate", str(folder), "--frames", "2", "--out", str(tmp_path / "s.glb")]) == 1
+    err = capsys.readouterr().err
+    assert "frames" in err and "4D sequence, not an object" in err and str(folder) in err
+    assert not (tmp_path / "s.glb").exists()
 
 
 def _bad_inputs(tmp_path):

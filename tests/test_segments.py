@@ -264,3 +264,25 @@ def test_group_components_details_join_their_nearest_big_group():
         first = sum(len(b[0]) for b in bigs[:brute])
         assert g[start] == g[first]
         start += len(d[0])
+
+
+def test_sequence_face_parts_welds_fixed_links_to_their_parent():
+    """A sequence's parts as the rest OBJ's groups: names from meta["parts"], a link on a fixed joint (a handle)
+    joins its door, as ``link_parts`` does for the URDF; no part_ids, no parts."""
+    from kinemesh.data.sequence import KinematicSequence
+    from kinemesh.geometry.segments import sequence_face_parts
+
+    v, f = merge_meshes(box([0, 0, 0], [1, 1, 1]), box([1, 0, 0], [1.1, 1, 1]),
+                        box([1.1, 0.4, 0.4], [1.2, 0.5, 0.5]))
+    pid = np.repeat([0, 2, 3], 8)  # part ids need not be contiguous (a link without geometry between)
+    meta = {"kind": "articulated", "parts": [{"name": "body"}, {"name": "door"}, {"name": "handle"}],
+            "joints": [{"name": "hinge", "type": "revolute", "parent": "body", "child": "door"},
+                       {"name": "weld", "type": "fixed", "parent": "door", "child": "handle"}]}
+    seq = KinematicSequence(v, f, v[None], np.zeros(1), pid, meta)
+    face_parts, names = sequence_face_parts(seq)
+    assert names == ["body", "door"]
+    np.testing.assert_array_equal(face_parts, np.repeat([0, 1, 1], 12))
+    seq.meta = {"kind": "articulated"}  # no names listed: part_<id>, nothing welded
+    assert sequence_face_parts(seq)[1] == ["part_0", "part_2", "part_3"]
+    seq.part_ids = None
+    assert sequence_face_parts(seq) == (None, [])

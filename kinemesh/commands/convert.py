@@ -16,9 +16,9 @@ def register(sub) -> None:
         ".usd/.usda/.usdc or a PartNet folder",
         description="Read IN (mesh, .npz, .anime, folder of frames, URDF or PartNet-Mobility folder) and "
         "write OUT. The format follows OUT's suffix: .npz (KinematicSequence), .glb (animated, morph "
-        "targets), .obj (the rest mesh), .anime, .usd/.usda/.usdc (mesh points time-sampled per frame; needs "
-        "usd-core); a path without suffix becomes a folder of OBJ "
-        "frames. Articulated inputs are sampled at --frames joint configurations (frame 0 = rest).",
+        "targets), .obj (the rest mesh, its parts as o groups), .anime, .usd/.usda/.usdc (mesh points "
+        "time-sampled per frame; needs usd-core); a path without suffix becomes a folder of OBJ frames. "
+        "Articulated inputs are sampled at --frames joint configurations (frame 0 = rest).",
     )
     p.add_argument("input", help="input file or folder")
     p.add_argument("output", help="output file or folder")
@@ -121,7 +121,12 @@ def run(args) -> int:
     elif fmt == "glb":
         exporters.export_glb(seq, dst)
     elif fmt == "obj":
-        exporters.export_obj(seq.rest_vertices, seq.faces, dst)
+        from kinemesh.geometry.segments import sequence_face_parts
+
+        face_parts, names = sequence_face_parts(seq)  # a URDF's / sequence's parts become the OBJ's groups
+        if len(names) < 2:
+            face_parts = None
+        exporters.export_obj(seq.rest_vertices, seq.faces, dst, face_parts=face_parts, part_names=names)
     elif fmt == "anime":
         exporters.export_anime(seq, dst)
     elif fmt == "usd":
@@ -131,5 +136,7 @@ def run(args) -> int:
     else:
         exporters.export_obj_sequence(seq, dst)
     what = "the rest frame" if fmt == "obj" else f"{seq.n_frames} frames"  # a single .obj holds the rest pose
+    if fmt == "obj" and face_parts is not None:
+        what += f", {len(names)} parts as o groups"
     print(f"wrote {dst} ({fmt}: {what}, {seq.n_vertices} vertices, {seq.n_faces} faces)")
     return 0

@@ -60,13 +60,23 @@ def export_obj_sequence(seq: KinematicSequence, folder: str | os.PathLike, prefi
     return Path(folder)
 
 
-def export_obj(vertices: np.ndarray, faces: np.ndarray, path: str | os.PathLike, digits: int = 9) -> Path:
+def export_obj(vertices: np.ndarray, faces: np.ndarray, path: str | os.PathLike, digits: int = 9,
+               face_parts: np.ndarray | None = None, part_names: list[str] | None = None) -> Path:
     """Write one mesh (vertices (n, 3), faces (m, 3)) as OBJ with ``digits`` significant digits (17: exact
-    float64 round trip), atomically."""
+    float64 round trip), atomically. With ``face_parts`` ((m,) int indexing ``part_names``) every run of faces
+    of one part follows an ``o NAME`` line, so the parts read back as the file's groups
+    (:func:`kinemesh.data.meshes.read_obj_geometry`); vertex and face order are the same either way."""
+    f = np.asarray(faces, dtype=np.int64)
     with atomic_path(path) as tmp:
-        v = "\n".join(("v %.{0}g %.{0}g %.{0}g".format(digits)) % tuple(p) for p in np.asarray(vertices, dtype=np.float64))
-        f = "\n".join(f"f {a + 1} {b + 1} {c + 1}" for a, b, c in np.asarray(faces, dtype=np.int64))
-        tmp.write_text(f"{v}\n{f}\n", encoding="utf-8")
+        fmt = "v %.{0}g %.{0}g %.{0}g".format(digits)
+        v = "\n".join(fmt % tuple(p) for p in np.asarray(vertices, dtype=np.float64))
+        lines = [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in f]
+        if face_parts is not None and len(f):
+            fp = np.asarray(face_parts).reshape(-1)
+            starts = np.flatnonzero(np.r_[True, fp[1:] != fp[:-1]])
+            for k in starts[::-1]:  # from the end, so earlier insertions do not shift later positions
+                lines.insert(int(k), "o " + "_".join(str(part_names[int(fp[k])]).split()))
+        tmp.write_text(v + "\n" + "\n".join(lines) + "\n", encoding="utf-8")
     return Path(path)
 
 

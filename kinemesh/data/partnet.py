@@ -55,7 +55,10 @@ def find_urdf(folder: str | os.PathLike, required: bool = True) -> Path | None:
     if not required:
         return None
     if not urdfs:
-        raise InputFileError(folder, "no mobility.urdf or other .urdf file in the folder")
+        frames = (folder / "sequence.json").is_file() or any(folder.glob("*.obj"))
+        raise InputFileError(folder, "no mobility.urdf or other .urdf file in the folder" + (
+            " (it holds mesh frames: a 4D sequence, not an object; give one of its .obj files, or a URDF / "
+            "PartNet-Mobility object folder)" if frames else ""))
     raise InputFileError(
         folder,
         f"several .urdf files ({', '.join(u.name for u in urdfs)}) and no mobility.urdf; pass the one to use",
