@@ -80,6 +80,25 @@ def test_convert_rest_obj_keeps_the_links_as_groups(tmp_path, capsys):
     np.testing.assert_array_equal(np.array(a.part_names)[a.part_ids], np.array(b.part_names)[b.part_ids])
 
 
+def test_convert_glb_keeps_the_links_as_part_ids(tmp_path):
+    """An animated GLB of a URDF folder carries its part ids (``_PART_ID``): simulate, sample and ik read the
+    links back as parts, vertex for vertex; a GLB without them is read by its nodes as before."""
+    from kinemesh.data.exporters import PART_ATTRIBUTE
+    from kinemesh.data.meshes import read_face_parts
+    from kinemesh.geometry.segments import load_segmented
+
+    folder = make_partnet_folder(tmp_path / "cab")
+    out = tmp_path / "o.glb"
+    assert main(["convert", str(folder), str(out), "--frames", "3"]) == 0
+    doc, _ = read_glb(out)
+    assert PART_ATTRIBUTE in doc["meshes"][0]["primitives"][0]["attributes"]
+    face_parts, names, source = read_face_parts(out)
+    assert source == "part ids" and names == ["link_0", "link_1", "link_2", "link_3"]
+    a, b = load_segmented(out), load_segmented(folder)
+    np.testing.assert_array_equal(np.array(a.part_names)[a.part_ids], np.array(b.part_names)[b.part_ids])
+    np.testing.assert_allclose(np.asarray(a.mesh.vertices), np.asarray(b.mesh.vertices), atol=1e-6)
+
+
 def test_convert_to_partnet_folder_and_back(tmp_path):
     folder = make_partnet_folder(tmp_path / "cab")
     assert main(["convert", str(folder), str(tmp_path / "copy"), "--format", "partnet"]) == 0

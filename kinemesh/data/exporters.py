@@ -33,6 +33,7 @@ _PALETTE = np.array(
 
 # glTF constants
 _FLOAT, _UINT, _UBYTE = 5126, 5125, 5121
+PART_ATTRIBUTE = "_PART_ID"  # glTF vertex attribute of kinemesh's part ids
 _ARRAY_BUFFER, _ELEMENT_ARRAY_BUFFER = 34962, 34963
 
 
@@ -100,7 +101,7 @@ def glb_document(seq: KinematicSequence, y_up: bool = True) -> tuple[dict, bytes
     One mesh, one primitive: ``POSITION`` = rest vertices, one morph target per frame holding
     ``frames[t] - rest`` and an animation on the node's ``weights`` whose keyframe ``t`` (at ``times[t] -
     times[0]`` s) is the one-hot weight vector of target ``t`` (LINEAR interpolation blends neighbouring
-    frames). Vertex colours show ``part_ids``. With ``y_up`` coordinates are converted to glTF's Y-up.
+    frames). Vertex colours show ``part_ids``, which the ``_PART_ID`` attribute holds. With ``y_up`` coordinates are converted to glTF's Y-up.
     """
     R = Z_UP_TO_GLTF if y_up else np.eye(3)
     rest = (seq.rest_vertices.astype(np.float64) @ R.T).astype(np.float32)
@@ -145,6 +146,9 @@ def glb_document(seq: KinematicSequence, y_up: bool = True) -> tuple[dict, bytes
         attributes["COLOR_0"] = add(
             (rgba * 255).round().astype(np.uint8), _UBYTE, "VEC4", _ARRAY_BUFFER, normalized=True
         )
+        # the part ids themselves (an application-specific attribute), so the parts read back exactly
+        # (kinemesh.data.meshes.read_face_parts); float32 holds integers exactly below 2^24
+        attributes[PART_ATTRIBUTE] = add(np.asarray(seq.part_ids, np.float32), _FLOAT, "SCALAR", _ARRAY_BUFFER)
     targets = [
         {"POSITION": add(frames[t] - rest, _FLOAT, "VEC3", _ARRAY_BUFFER, minmax=True)} for t in range(T)
     ]

@@ -223,13 +223,14 @@ def read_face_parts(path: str | os.PathLike, labels: str | os.PathLike | None = 
 
     ``labels``: a part-label file (``.npy`` integers, or text with one label per line), one label per face or
     one per vertex (a face takes the label its vertices share, else that of its first vertex); else OBJ
-    ``o`` / ``g`` groups, or the nodes of a glTF/GLB scene, when there are two or more.
+    ``o`` / ``g`` groups, the part ids of a GLB kinemesh wrote, or the nodes of a glTF/GLB scene, when there are
+    two or more.
 
     Returns
     -------
     face_parts : (m,) int part id per face, or None when the file is not segmented.
     names : the part names (index = part id).
-    source : "labels", "groups", "nodes" or "none".
+    source : "labels", "groups", "nodes", "part ids" (a GLB kinemesh wrote) or "none".
 
     Raises InputFileError naming the file: unreadable labels, or a count matching neither faces nor vertices.
     """
@@ -247,6 +248,10 @@ def read_face_parts(path: str | os.PathLike, labels: str | os.PathLike | None = 
 
         if suffix == ".gltf":
             _check_gltf_uris(path)
+        else:
+            written = _kinemesh_glb_parts(path)  # a GLB kinemesh wrote: its part ids, one mesh
+            if written is not None:
+                return (*written, "part ids")
         try:
             parts = [g for g in trimesh.load(str(path), force="scene", process=False).dump()
                      if isinstance(g, trimesh.Trimesh)]  # the order load_mesh concatenates them in
@@ -256,6 +261,28 @@ def read_face_parts(path: str | os.PathLike, labels: str | os.PathLike | None = 
             names = [str(g.metadata.get("node", i)) for i, g in enumerate(parts)]
             return np.repeat(np.arange(len(parts)), [len(g.faces) for g in parts]), names, "nodes"
     return None, [], "none"
+
+
+def _kinemesh_glb_parts(path: Path) -> tuple[np.ndarray, list[str]] | None:
+    """The parts of a GLB kinemesh wrote (one mesh, one primitive with the ``_PART_ID`` attribute of
+    :func:`kinemesh.data.exporters.glb_document`): (face parts, names), None for any other GLB or fewer than
+    two parts."""
+    from kinemesh.data.exporters import PART_ATTRIBUTE, accessor_array, read_glb
+    from kinemesh.geometry.segments import face_parts_of
+
+    try:
+        doc, blob = read_glb(path)
+        prims = [q for m in doc.get("meshes", []) for q in m.get("primitives", [])]
+        if len(prims) != 1 or PART_ATTRIBUTE not in prims[0].get("attributes", {}):
+            return None
+        ids = accessor_array(doc, blob, prims[0]["attributes"][PART_ATTRIBUTE]).reshape(-1)
+        faces = accessor_array(doc, blob, prims[0]["indices"]).reshape(-1, 3).astype(np.int64)
+        meta = (doc.get("extras") or {}).get("kinemesh_meta") or {}
+    except (KeyError, IndexError, TypeError, ValueError, InputFileError):
+        return None  # not one of ours after all: read as any GLB
+    if len(np.unique(ids)) < 2 or len(faces) == 0 or faces.max() >= len(ids):
+        return None
+    return face_parts_of(np.round(ids).astype(np.int64), faces, meta if isinstance(meta, dict) else {})
 
 
 @dataclass

@@ -49,18 +49,24 @@ def link_parts(obj) -> tuple[np.ndarray, list[str]]:
 
 def sequence_face_parts(seq) -> tuple[np.ndarray | None, list[str]]:
     """The parts of a KinematicSequence's faces, as :func:`link_parts` makes them from its links: (face
-    part (m,) int indexing ``names``, names), or (None, []) when the sequence has no ``part_ids``. Names are
-    those of ``meta["parts"]`` (the parts with geometry, in vertex order) when it lists one per part, else
-    part_<id>; links welded by a fixed joint of ``meta["joints"]`` join their parent."""
+    part (m,) int indexing ``names``, names), or (None, []) when the sequence has no ``part_ids``
+    (:func:`face_parts_of`)."""
     if seq.part_ids is None:
         return None, []
-    ids, inverse = np.unique(np.asarray(seq.part_ids), return_inverse=True)
-    listed = [str(q.get("name", "")) for q in (seq.meta.get("parts") or []) if isinstance(q, dict)]
+    return face_parts_of(seq.part_ids, seq.faces, seq.meta)
+
+
+def face_parts_of(part_ids, faces, meta: dict) -> tuple[np.ndarray, list[str]]:
+    """(face part (m,) int indexing ``names``, names) of vertex ``part_ids`` (n,) with a sequence's ``meta``:
+    names are those of ``meta["parts"]`` (the parts with geometry, in vertex order) when it lists one per part,
+    else part_<id>; links welded by a fixed joint of ``meta["joints"]`` join their parent."""
+    ids, inverse = np.unique(np.asarray(part_ids), return_inverse=True)
+    listed = [str(q.get("name", "")) for q in (meta.get("parts") or []) if isinstance(q, dict)]
     names = listed if len(listed) == len(ids) and len(set(listed)) == len(ids) else [f"part_{i}" for i in ids]
-    fixed = {str(j.get("child")): str(j.get("parent")) for j in (seq.meta.get("joints") or [])
+    fixed = {str(j.get("child")): str(j.get("parent")) for j in (meta.get("joints") or [])
              if isinstance(j, dict) and j.get("type") == "fixed" and j.get("parent") in names}
     to_part, kept = _owners(names, fixed)
-    return to_part[inverse.reshape(-1)[np.asarray(seq.faces)[:, 0]]], kept
+    return to_part[inverse.reshape(-1)[np.asarray(faces)[:, 0]]], kept
 
 
 def segmented_object(obj, max_vertices: int | None = DEFAULT_MAX_VERTICES, name: str = "object") -> WorkingMesh:
