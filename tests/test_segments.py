@@ -65,6 +65,30 @@ def test_guess_kind_welded_door_blob_sheet():
     assert guess_kind(grid.vertices, grid.faces[top]) == "cloth"
 
 
+def test_guess_kind_counts_low_poly_parts_by_size_and_thin_blades_are_articulated():
+    """A part counts by its size too: a dense box with an eight-vertex lid (a real storage box's links) is
+    articulated, as is a cart body with four low-poly wheels; two thin open blades given as parts (scissors)
+    are articulated, not cloth, while one thin open sheet stays cloth."""
+    import trimesh
+
+    body = subdivide(*box([0, 0, 0], [1.0, 0.8, 0.6]), 4)
+    lid = box([0, 0, 0.6], [1.0, 0.8, 0.65])  # 8 vertices: < 2% of the mesh's
+    v, f = merge_meshes(body, lid)
+    assert len(lid[0]) < 0.02 * len(v)
+    ids = np.r_[np.zeros(len(body[0]), int), np.ones(len(lid[0]), int)]
+    assert guess_kind(v, f, ids) == "articulated"
+    wheels = [box([x, y, -0.2], [x + 0.2, y + 0.05, 0.0]) for x in (0.0, 0.8) for y in (0.0, 0.75)]
+    v, f = merge_meshes(body, *wheels)
+    assert guess_kind(v, f) == "articulated"  # the plain mesh: its components grouped, wheels sizeable
+    sheet = trimesh.Trimesh(*subdivide(*box([0, 0, 0], [1.0, 0.2, 0.01]), 2))
+    top = sheet.triangles_center[:, 2] > 0.005
+    blade = (np.asarray(sheet.vertices), np.asarray(sheet.faces)[top])  # an open thin strip
+    other = (blade[0] + [0.9, 0.0, 0.02], blade[1])
+    v, f = merge_meshes(blade, other)
+    assert guess_kind(v, f, np.repeat([0, 1], len(blade[0]))) == "articulated"
+    assert guess_kind(*blade) == "cloth"
+
+
 def test_guess_kind_on_converted_microwave(real_objects_dir, tmp_path):
     """The issue's microwave, converted to a plain OBJ: welded (one component once coincident vertices merge),
     articulated all the same, and its door is one part apart from the body."""

@@ -239,3 +239,33 @@ class ArticulatedObject:
         }
         meta.update(extra_meta or {})
         return KinematicSequence(rest, faces, frames, np.arange(len(frames)) / fps, part_ids, meta)
+
+
+def part_owners(names: list[str], fixed: dict[str, str]) -> tuple[np.ndarray, list[str]]:
+    """(the part of each of ``names`` (n,) int indexing the kept names, the kept names): a link welded to its
+    parent (``fixed``: child -> parent) belongs to its nearest movable ancestor or the root."""
+    def owner(n: str) -> str:
+        m, seen = n, {n}
+        while m in fixed:
+            m = fixed[m]
+            if m in seen:  # a cycle of fixed joints (malformed input): the link stays a part of its own
+                return n
+            seen.add(m)
+        return m
+
+    kept = [n for n in names if owner(n) == n]
+    return np.array([kept.index(owner(n)) for n in names], dtype=np.int64), kept
+
+
+def face_parts_of(part_ids, faces, meta: dict) -> tuple[np.ndarray, list[str]]:
+    """(face part (m,) int indexing ``names``, names) of vertex ``part_ids`` (n,) with a sequence's ``meta``:
+    names are those of ``meta["parts"]`` (the parts with geometry, in vertex order) when it lists one per
+    part, else part_<id>; links welded by a fixed joint of ``meta["joints"]`` join their parent."""
+    ids, inverse = np.unique(np.asarray(part_ids), return_inverse=True)
+    parts, joints = (v if isinstance(v, list) else [] for v in (meta.get("parts"), meta.get("joints")))
+    listed = [str(q.get("name", "")) for q in parts if isinstance(q, dict)]
+    names = listed if len(listed) == len(ids) and len(set(listed)) == len(ids) else [f"part_{i}" for i in ids]
+    fixed = {str(j.get("child")): str(j.get("parent")) for j in joints
+             if isinstance(j, dict) and j.get("type") == "fixed" and j.get("parent") in names}
+    to_part, kept = part_owners(names, fixed)
+    return to_part[inverse.reshape(-1)[np.asarray(faces)[:, 0]]], kept

@@ -268,7 +268,7 @@ def _kinemesh_glb_parts(path: Path) -> tuple[np.ndarray, list[str]] | None:
     :func:`kinemesh.data.exporters.glb_document`): (face parts, names), None for any other GLB or fewer than
     two parts."""
     from kinemesh.data.exporters import PART_ATTRIBUTE, accessor_array, read_glb
-    from kinemesh.geometry.segments import face_parts_of
+    from kinemesh.data.articulated import face_parts_of
 
     try:
         doc, blob = read_glb(path)
@@ -280,7 +280,7 @@ def _kinemesh_glb_parts(path: Path) -> tuple[np.ndarray, list[str]] | None:
         meta = (doc.get("extras") or {}).get("kinemesh_meta") or {}
     except (KeyError, IndexError, TypeError, ValueError, InputFileError):
         return None  # not one of ours after all: read as any GLB
-    if len(np.unique(ids)) < 2 or len(faces) == 0 or faces.max() >= len(ids):
+    if not np.isfinite(ids).all() or len(np.unique(ids)) < 2 or len(faces) == 0 or faces.max() >= len(ids):
         return None
     return face_parts_of(np.round(ids).astype(np.int64), faces, meta if isinstance(meta, dict) else {})
 

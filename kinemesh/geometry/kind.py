@@ -172,22 +172,36 @@ def group_components(vertices: np.ndarray, faces: np.ndarray, small: float = 0.0
     return rank[inverse.reshape(-1)]
 
 
+# guess_kind: a part is sizeable with >= [0] of the vertices, or a box diagonal >= [1] x the object's
+SIZEABLE = (0.02, 0.1)
+
+
 def guess_kind(vertices: np.ndarray, faces: np.ndarray, part_ids: np.ndarray | None = None) -> str:
-    """articulated | elastic | cloth from the mesh alone: an open thin sheet is cloth; two or more sizeable
-    parts articulated (``part_ids`` (n,), e.g. URDF links, else :func:`group_components` of the mesh, so a
-    door welded to its frame at a few vertices still counts); anything else elastic."""
+    """articulated | elastic | cloth from the mesh alone: two or more sizeable parts articulated (``part_ids``
+    (n,), e.g. URDF links, else :func:`group_components` of the mesh, so a door welded to its frame at a few
+    vertices still counts; sizeable: ``SIZEABLE``, by vertex count or by size, so a cart's low-poly wheels
+    and a box's eight-vertex lid count); else an open thin sheet is cloth; anything else elastic. A knife or
+    scissors (thin open blades in two parts) are articulated, not cloth."""
     import trimesh
 
     vertices = np.asarray(vertices, dtype=np.float64)
-    m = trimesh.Trimesh(vertices, faces, process=False)
-    ext = np.sort(np.ptp(vertices, axis=0))
-    if not m.is_watertight and ext[0] < 0.05 * ext[2]:
-        return "cloth"
     if part_ids is None:
         part_ids = group_components(vertices, faces)
-    sizes = np.unique(np.asarray(part_ids).reshape(-1), return_counts=True)[1]
-    # a soft toy's eyes are details of its body; cabinets, ovens, laptops have a body and moving parts
-    return "articulated" if (sizes >= max(8, 0.02 * len(vertices))).sum() >= 2 else "elastic"
+    part_ids = np.asarray(part_ids).reshape(-1)
+    ids, inverse, sizes = np.unique(part_ids, return_inverse=True, return_counts=True)
+    used = np.zeros(len(vertices), bool)
+    used[np.asarray(faces, dtype=np.int64).reshape(-1)] = True
+    diag = float(np.linalg.norm(np.ptp(vertices[used], axis=0))) if used.any() else 0.0
+    big = sizes >= max(8, SIZEABLE[0] * len(vertices))
+    for k in np.flatnonzero(~big):  # a low-poly part counts by its size (vertices its faces use)
+        pts = vertices[(inverse.reshape(-1) == k) & used]
+        big[k] = len(pts) > 0 and np.linalg.norm(np.ptp(pts, axis=0)) >= SIZEABLE[1] * diag > 0
+    # a soft toy's eyes are details of its body; cabinets, ovens, laptops, carts have a body and moving parts
+    if big.sum() >= 2:
+        return "articulated"
+    m = trimesh.Trimesh(vertices, faces, process=False)
+    ext = np.sort(np.ptp(vertices, axis=0))
+    return "cloth" if not m.is_watertight and ext[0] < 0.05 * ext[2] else "elastic"
 
 
 def resolve_kind(kind: str, vertices: np.ndarray, faces: np.ndarray, part_ids: np.ndarray | None = None) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kinemesh.data.articulated import face_parts_of, part_owners
 from kinemesh.data.meshes import DEFAULT_MAX_VERTICES, WorkingMesh, load_mesh, read_face_parts, working_mesh
 from kinemesh.errors import InputFileError
 from kinemesh.geometry.kind import group_components
@@ -24,49 +25,20 @@ def is_articulated_input(path: str | os.PathLike) -> bool:
     return p.is_dir() or p.suffix.lower() == ".urdf"
 
 
-def _owners(names: list[str], fixed: dict[str, str]) -> tuple[np.ndarray, list[str]]:
-    """(the part of each of ``names`` (n,) int indexing the kept names, the kept names): a link welded to its
-    parent (``fixed``: child -> parent) belongs to its nearest movable ancestor or the root."""
-    def owner(n: str) -> str:
-        m, seen = n, {n}
-        while m in fixed:
-            m = fixed[m]
-            if m in seen:  # a cycle of fixed joints (malformed input): the link stays a part of its own
-                return n
-            seen.add(m)
-        return m
-
-    kept = [n for n in names if owner(n) == n]
-    return np.array([kept.index(owner(n)) for n in names], dtype=np.int64), kept
-
-
 def link_parts(obj) -> tuple[np.ndarray, list[str]]:
     """The parts of an ArticulatedObject's links: (to_part (n_links,) int, the part of each of ``obj.parts``,
     indexing ``names``), where a link welded to its parent by a fixed joint (a handle on its door, a knob on its
     drawer) belongs to the part of its nearest movable ancestor or the root, so it moves with it."""
-    return _owners([q.name for q in obj.parts], {j.child: j.parent for j in obj.joints if not j.movable})
+    return part_owners([q.name for q in obj.parts], {j.child: j.parent for j in obj.joints if not j.movable})
 
 
 def sequence_face_parts(seq) -> tuple[np.ndarray | None, list[str]]:
     """The parts of a KinematicSequence's faces, as :func:`link_parts` makes them from its links: (face
     part (m,) int indexing ``names``, names), or (None, []) when the sequence has no ``part_ids``
-    (:func:`face_parts_of`)."""
+    (:func:`kinemesh.data.articulated.face_parts_of`)."""
     if seq.part_ids is None:
         return None, []
     return face_parts_of(seq.part_ids, seq.faces, seq.meta)
-
-
-def face_parts_of(part_ids, faces, meta: dict) -> tuple[np.ndarray, list[str]]:
-    """(face part (m,) int indexing ``names``, names) of vertex ``part_ids`` (n,) with a sequence's ``meta``:
-    names are those of ``meta["parts"]`` (the parts with geometry, in vertex order) when it lists one per part,
-    else part_<id>; links welded by a fixed joint of ``meta["joints"]`` join their parent."""
-    ids, inverse = np.unique(np.asarray(part_ids), return_inverse=True)
-    listed = [str(q.get("name", "")) for q in (meta.get("parts") or []) if isinstance(q, dict)]
-    names = listed if len(listed) == len(ids) and len(set(listed)) == len(ids) else [f"part_{i}" for i in ids]
-    fixed = {str(j.get("child")): str(j.get("parent")) for j in (meta.get("joints") or [])
-             if isinstance(j, dict) and j.get("type") == "fixed" and j.get("parent") in names}
-    to_part, kept = _owners(names, fixed)
-    return to_part[inverse.reshape(-1)[np.asarray(faces)[:, 0]]], kept
 
 
 def segmented_object(obj, max_vertices: int | None = DEFAULT_MAX_VERTICES, name: str = "object") -> WorkingMesh:
