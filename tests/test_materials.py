@@ -368,3 +368,34 @@ def test_a_box_with_a_zero_thickness_flap_drops_and_its_frames_pose_the_original
     flap = seq.frames[:, seq.part_ids == 1]
     edge = flap[:, :2]  # the flap's two vertices on its hinge line stay 40 cm apart in every frame (rigid)
     assert np.allclose(np.linalg.norm(edge[:, 0] - edge[:, 1], axis=1), 0.4, atol=1e-4)
+
+
+def test_cli_physics_of_a_segmented_mesh_gives_each_part_its_material(tmp_path):
+    """An OBJ with groups (what `kinemesh convert FOLDER x.obj` writes): one material per group, the parts
+    welded into one body (its mass the parts' sum), the sequence in the file's vertex order."""
+    from kinemesh.cli import main
+    from kinemesh.data.sequence import KinematicSequence
+    from tests.toys import box, write_obj_groups
+
+    body, wheel = box([0, 0, 0.05], [0.4, 0.2, 0.25]), box([0.0, 0.0, 0.0], [0.05, 0.05, 0.05])
+    path = tmp_path / "cart.obj"
+    write_obj_groups(path, [("wheel", *wheel), ("body", *body)])  # the wheel first: order is the file's
+    m = tmp_path / "m.json"
+    m.write_text(json.dumps({"parts": {"body": "wood", "wheel": "metal"}}))
+    out = tmp_path / "out"
+    assert main(["physics", str(path), "--materials", str(m), "--case", "drop", "--out", str(out),
+                 "--duration", "0.3", "--no-video"]) == 0
+    parts = json.loads((out / "materials.json").read_text())["parts"]
+    assert parts["body"]["material"] == "wood" and parts["wheel"]["material"] == "metal"
+    report = json.loads((out / "report.json").read_text())
+    mass = sum(get_material(name).density * trimesh.Trimesh(*b).volume for name, b in (("wood", body),
+                                                                                       ("metal", wheel)))
+    assert report["total_mass_kg"] == pytest.approx(mass, rel=0.02)
+    seq = KinematicSequence.load(out / "sequence.npz")
+    file_v = np.concatenate([wheel[0], body[0]])
+    shift = seq.rest_vertices - file_v  # placed for the drop: one translation of the file's vertices
+    np.testing.assert_allclose(shift, np.broadcast_to(shift[0], shift.shape), atol=1e-6)
+    # welded: wheel and body move as one rigid body (distances between them kept)
+    d = [np.linalg.norm(x[:8, None] - x[None, 8:], axis=-1) for x in (seq.frames[0], seq.frames[-1])]
+    np.testing.assert_allclose(d[1], d[0], atol=1e-4)
+    assert np.abs(seq.frames[-1] - seq.frames[0]).max() > 0.01  # and it fell

@@ -78,19 +78,26 @@ def run(args) -> int:
 
     from kinemesh.materials.objects import MESH_SUFFIXES, load_object, mesh_object
 
-    working = None  # a single mesh file: simulated merged, written back with the file's vertices
+    working = order = None  # a single mesh file: simulated merged, written back with the file's vertices
     if Path(args.input).is_file() and Path(args.input).suffix.lower() in MESH_SUFFIXES:
-        from kinemesh.data.meshes import load_working_mesh
+        import numpy as np
 
-        working = load_working_mesh(args.input, max_vertices=None)
-        obj = mesh_object(working.mesh, Path(args.input).stem)
+        from kinemesh.geometry.segments import load_segmented
+        from kinemesh.materials.objects import welded_object
+
+        # a segmented file (OBJ groups, GLB nodes or part ids) gives a material per part, welded together
+        working = load_segmented(args.input, auto_parts=False, max_vertices=None)
+        if working.part_ids is not None and len(np.unique(working.part_ids)) >= 2:
+            obj, order = welded_object(working.mesh, working.part_ids, working.part_names, Path(args.input).stem)
+        else:
+            obj = mesh_object(working.mesh, Path(args.input).stem)
     else:
         obj = load_object(args.input)
     assignment = _assignment(args, obj)
     out = Path(args.out)
     for cfg in configs:
         target = out / cfg.case if len(configs) > 1 else out
-        _run_case(obj, assignment, cfg, target, video=not args.no_video, working=working)
+        _run_case(obj, assignment, cfg, target, video=not args.no_video, working=working, order=order)
     return 0
 
 
@@ -122,9 +129,10 @@ def _assignment(args, obj):
     return load_materials_file(args.materials, names)
 
 
-def _run_case(obj, assignment, cfg, out: Path, video: bool, working=None) -> None:
+def _run_case(obj, assignment, cfg, out: Path, video: bool, working=None, order=None) -> None:
     """Simulate one case and write its folder; ``working`` (a :class:`~kinemesh.data.meshes.WorkingMesh`)
-    maps the sequence back to the input file's vertex count and order."""
+    maps the sequence back to the input file's vertex count and order (``order``: the working vertex of each
+    of the welded parts' vertices, :func:`~kinemesh.materials.objects.welded_object`)."""
     from kinemesh.atomic import atomic_dir
     from kinemesh.materials.assign import write_assignment
     from kinemesh.materials.mpm import is_granular, simulate_granular
@@ -138,7 +146,11 @@ def _run_case(obj, assignment, cfg, out: Path, video: bool, working=None) -> Non
         import numpy as np
 
         seq = result.sequence
-        assert seq.n_vertices == len(working.mesh.vertices), "one-part sequences keep the part's vertices"
+        assert seq.n_vertices == len(working.mesh.vertices), "the parts keep the working mesh's vertices"
+        if order is not None:  # the parts' vertices back in the working mesh's order
+            back = np.argsort(order)
+            seq.rest_vertices, seq.frames = seq.rest_vertices[back], seq.frames[:, back]
+            seq.part_ids = None if seq.part_ids is None else seq.part_ids[back]
         seq.rest_vertices, seq.frames = working.to_file(seq.rest_vertices), working.to_file(seq.frames)
         seq.faces = working.faces.astype(np.int32)
         seq.part_ids = None if seq.part_ids is None else working.to_file(seq.part_ids[:, None])[:, 0]

@@ -38,6 +38,31 @@ def mesh_object(mesh, name: str) -> ArticulatedObject:
     return ArticulatedObject([Part(name, mesh.vertices, mesh.faces, label=name)], [], category=name, name=name)
 
 
+def welded_object(mesh, part_ids: np.ndarray, names: list[str], name: str) -> tuple[ArticulatedObject, np.ndarray]:
+    """A segmented mesh (a trimesh whose every vertex is in one part: ``part_ids`` (n,) int indexing
+    ``names``, as :func:`kinemesh.geometry.segments.load_segmented` splits the vertices two parts share) as an
+    object of those parts welded by fixed joints to the one of largest area, so each part gets its own
+    material, mass and friction while the object moves as one body (a mesh file says nothing of joints).
+    Returns (object, order): the mesh vertex of each vertex of ``object.merged()`` (n,)."""
+    v, f = np.asarray(mesh.vertices, dtype=np.float64), np.asarray(mesh.faces, dtype=np.int64)
+    ids = np.asarray(part_ids).reshape(-1)
+    area = np.linalg.norm(np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]]), axis=1)
+    parts, order, areas = [], [], []
+    for k in np.unique(ids):
+        keep = np.flatnonzero(ids == k)
+        remap = -np.ones(len(v), dtype=np.int64)
+        remap[keep] = np.arange(len(keep))
+        faces = f[ids[f[:, 0]] == k]
+        label = str(names[k]) if 0 <= k < len(names) else f"part_{int(k)}"
+        parts.append(Part(label, v[keep], remap[faces], label=label))
+        order.append(keep)
+        areas.append(area[ids[f[:, 0]] == k].sum())
+    root = parts[int(np.argmax(areas))].name
+    joints = [Joint(f"weld_{p.name}", "fixed", root, p.name, np.array([0.0, 0.0, 1.0]), np.zeros(3), None)
+              for p in parts if p.name != root]
+    return ArticulatedObject(parts, joints, category=name, name=name), np.concatenate(order)
+
+
 def _from_sequence(path: Path) -> ArticulatedObject:
     from kinemesh.data.sequence import KinematicSequence
 
