@@ -72,6 +72,37 @@ def test_roll_wheels_types_wheel_and_swivel_caster():
     assert axis_line_distance(c.origin, c.axis, [0, 0, 0], [0, 0, 1]) < 5e-3  # through the fork's top contact
 
 
+def test_wheels_and_casters_are_exported_as_continuous_joints(tmp_path):
+    """A part the wheel rule turns over a whole turn is a continuous joint (no limits) in the object, its URDF
+    and its MJCF, as PartNet-Mobility annotates real wheels; a door's limited hinge stays revolute."""
+    import mujoco
+    import yourdfpy
+
+    from kinemesh.articulation import export
+    from kinemesh.articulation.infer import full_turn, to_articulated
+    from kinemesh.data.articulated import ArticulatedObject, Joint
+
+    top, fork, wheel = _caster_table()
+    flap = _boxes("flap", ([0.3, -0.1, 0.2], [0.31, 0.1, 0.24]))
+    preds = {"fork": _pred("fork", "top"), "wheel": _pred("wheel", "top"),
+             "flap": PartPrediction("flap", "revolute", np.array([0.0, 1.0, 0.0]), np.array([0.3, 0, 0.24]),
+                                    (0.0, 1.5), "top", 0.9)}
+    _roll_wheels([top, fork, wheel], "top", preds)
+    assert full_turn(preds["wheel"]) and full_turn(preds["fork"]) and not full_turn(preds["flap"])
+    static = [Joint(f"s_{n}", "fixed", "top", n, (0, 0, 1), (0, 0, 0)) for n in ("fork", "wheel", "flap")]
+    obj = ArticulatedObject([top, fork, wheel, flap], static, name="cart")
+    art = to_articulated(obj, list(preds.values()))
+    types = {j.child: (j.type, j.limits) for j in art.joints}
+    assert types["wheel"] == ("continuous", None) and types["fork"] == ("continuous", None)
+    assert types["flap"] == ("revolute", (0.0, 1.5))
+    export.write_urdf(art, tmp_path)
+    urdf = yourdfpy.URDF.load(str(tmp_path / "object.urdf"))
+    assert sorted(j.type for j in urdf.robot.joints) == ["continuous", "continuous", "revolute"]
+    export.write_mjcf(art, tmp_path / "object.xml")
+    m = mujoco.MjModel.from_xml_path(str(tmp_path / "object.xml"))
+    assert sorted(bool(x) for x in m.jnt_limited) == [False, False, True]
+
+
 def test_roll_wheels_axle_on_the_root_makes_no_caster():
     body = _boxes("body", ([-0.15, -0.15, 0.08], [0.15, 0.15, 0.2]), ([-0.03, -0.015, 0.015], [-0.015, 0.015, 0.08]),
                   ([0.015, -0.015, 0.015], [0.03, 0.015, 0.08]),

@@ -135,7 +135,7 @@ class PartPrediction:
     """Predicted joint of one part (world frame, metres / radians)."""
 
     name: str
-    type: str  # fixed | revolute | prismatic
+    type: str  # fixed | revolute | prismatic (continuous: `kinemesh articulate`'s output, see full_turn)
     axis: np.ndarray  # (3,) unit
     origin: np.ndarray  # (3,) m, a point on the axis (prismatic: the part's box centre)
     limits: tuple[float, float] | None
@@ -250,6 +250,14 @@ def part_tree(parts: list[Part], n_samples: int | None = None,
     return parts[root].name, parents, D
 
 
+def full_turn(pr: PartPrediction) -> bool:
+    """A turning part free over a whole turn (the wheel, knob, turntable and twist-cap rules give it limits
+    (-pi, pi)): exported as a continuous joint, without limits, as PartNet-Mobility annotates them (on
+    data/real_train every part these rules turn is continuous: 31 wheels, 66 knobs, 5 caps, a turntable)."""
+    turns = pr.type in ("revolute", "continuous")
+    return turns and (pr.limits is None or pr.limits[1] - pr.limits[0] >= 2 * np.pi - 1e-9)
+
+
 def _with_tree(parts: list[Part], root: str, parents: dict[str, str], preds: dict | None = None,
                name: str = "object", category: str = "unknown") -> ArticulatedObject:
     """An ArticulatedObject of ``parts`` with fixed joints along the tree (or predicted joints in ``preds``)."""
@@ -258,7 +266,9 @@ def _with_tree(parts: list[Part], root: str, parents: dict[str, str], preds: dic
         if p.name == root:
             continue
         pr = (preds or {}).get(p.name)
-        if pr is not None and pr.type != "fixed":
+        if pr is not None and full_turn(pr):  # a wheel, a knob, a turntable, a twist cap: no limits
+            joints.append(Joint(f"joint_{p.name}", "continuous", pr.parent, p.name, pr.axis, pr.origin, None))
+        elif pr is not None and pr.type != "fixed":
             joints.append(Joint(f"joint_{p.name}", pr.type, pr.parent, p.name, pr.axis, pr.origin, pr.limits))
         else:
             joints.append(Joint(f"joint_{p.name}", "fixed", parents[p.name], p.name, (0, 0, 1), (0, 0, 0)))

@@ -92,8 +92,10 @@ def run(args) -> int:
     art = to_articulated(obj, preds)
     limit_notes = export.collision_free_limits(art)
     joints = {j.child: j for j in art.joints}
-    for p in preds:  # the JSON, URDF, MJCF and USD carry the same (usable) limits
-        if p.name in joints and p.limits is not None and joints[p.name].limits is not None:
+    for p in preds:  # the JSON, URDF, MJCF and USD carry the same joints and (usable) limits
+        if p.name in joints and joints[p.name].type == "continuous":
+            p.type, p.limits = "continuous", None
+        elif p.name in joints and p.limits is not None and joints[p.name].limits is not None:
             p.limits = joints[p.name].limits
     data = export.articulation_json(preds, root)
     if target is not None:
@@ -132,7 +134,7 @@ def run(args) -> int:
     for p in preds:
         mark = "*" if target is not None and p.name == target.part else " "
         lim = "" if p.limits is None else f" limits [{p.limits[0]:.3g}, {p.limits[1]:.3g}]"
-        print(f" {mark} {p.name:24s} {p.type:9s} parent {p.parent:16s} axis {np.round(p.axis, 3).tolist()} "
+        print(f" {mark} {p.name:24s} {p.type:10s} parent {p.parent:16s} axis {np.round(p.axis, 3).tolist()} "
               f"origin {np.round(p.origin, 3).tolist()}{lim} conf {p.confidence:.2f}"
               + ("" if p.type_from() == "network" else f" (type from: {p.type_from()})"))
     return 0
