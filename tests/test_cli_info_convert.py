@@ -75,6 +75,8 @@ def test_convert_rest_obj_keeps_the_links_as_groups(tmp_path, capsys):
     assert source == "groups" and names == ["link_0", "link_1", "link_2", "link_3"]
     rank = np.unique(pid, return_inverse=True)[1].reshape(-1)  # link index among the links with geometry
     np.testing.assert_array_equal(face_parts, rank[rf[:, 0]])
+    assert main(["info", str(out)]) == 0
+    assert "parts 4 (groups): link_0 (" in capsys.readouterr().out
     a, b = load_segmented(out), load_segmented(folder)
     assert a.part_source == "groups"  # every working vertex in the part of the same name
     np.testing.assert_array_equal(np.array(a.part_names)[a.part_ids], np.array(b.part_names)[b.part_ids])

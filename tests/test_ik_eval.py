@@ -10,6 +10,7 @@ import pytest
 from kinemesh.cli import main
 from kinemesh.data.articulated import ArticulatedObject, Joint, Part
 from kinemesh.data.exporters import export_obj
+from kinemesh.data.meshes import read_face_parts
 from kinemesh.data.manifest import entry_for, write_manifest
 from toys import box
 
@@ -206,6 +207,7 @@ def test_ik_command_on_a_urdf_input_moves_parts_along_their_joints(tmp_path, tin
                      "--starts", "1", "--save-subspace", str(tmp_path / f"sub{len(flag)}"), *flag]) == 0
         fit = np.asarray(trimesh.load(out, process=False).vertices)
         assert fit.shape == rest.shape and np.abs(fit[body] - rest[body]).max() < 1e-4
+        assert read_face_parts(out)[2] == "groups"  # the fitted OBJ keeps the folder's links
         assert np.abs(fit[~body] - rest[~body]).max() > 1e-3  # the other parts were fitted
         fits[len(flag)] = fit, json.loads(out.with_suffix(".json").read_text())["joints"]
     printed = capsys.readouterr().out

@@ -444,6 +444,12 @@ def test_sample_of_a_urdf_keeps_parts_on_their_joints(tmp_path):
         attached[mode] = attachment(rest, s, pid, size)[0]
         meta = json.loads((out / "samples.json").read_text())
         assert meta["space"] == ("reduced" if mode == "reduced" else "prior")
+        # the samples keep the folder's links as o groups (read back as the same parts)
+        back = load_segmented(out / "sample_00.obj")
+        assert back.part_source == "groups"
+        def file_parts(w):  # the part name of every file vertex
+            return np.array(w.part_names)[w.to_file(w.part_ids[:, None])[:, 0]]
+        assert np.array_equal(file_parts(back), file_parts(wm))
         if mode == "free":
             continue
         assert meta["kind"] == "articulated" and meta["joints"]["from"] == "given"

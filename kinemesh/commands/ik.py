@@ -115,7 +115,10 @@ def run(args) -> int:
     cfg = IKConfig(loss=args.loss, n_starts=args.starts, adam_steps=args.steps, rigidity_weight=args.rigidity,
                    fit_similarity=args.normalize_target, seed=args.seed, refine_z_steps=args.polish_steps)
     res = solve(decoder, target, cfg)
-    export_obj(res.vertices_target_frame, rest_f, args.out)
+    face_parts, names = wm.face_parts()  # the rest's parts, as the fitted OBJ's o groups
+    if wm.decimated:
+        face_parts = None  # the fit is written on the file's faces
+    export_obj(res.vertices_target_frame, rest_f, args.out, face_parts=face_parts, part_names=names)
     msg = f"fit error: Chamfer-L1 {res.errors['chamfer_l1']:.5f}"
     if "vertex_error" in res.errors:
         rest_err = float(np.linalg.norm(rest_v - target.vertices.numpy(), axis=1).mean())

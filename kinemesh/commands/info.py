@@ -55,6 +55,16 @@ def run(args) -> int:
             f"  watertight {mesh.is_watertight}, connected components {_components(mesh)}, "
             f"area {mesh.area:.4f}"
         )
+        from kinemesh.data.meshes import read_face_parts
+
+        face_parts, names, source = read_face_parts(path)  # the parts simulate, sample, ik and physics take
+        if face_parts is not None:
+            counts = np.bincount(face_parts, minlength=len(names))
+            listed = ", ".join(f"{n} ({c} faces)" for n, c in list(zip(names, counts))[:12])
+            more = f", ... {len(names) - 12} more" if len(names) > 12 else ""
+            print(f"  parts {len(names)} ({source}): {listed}{more}")
+        else:
+            print("  parts: none in the file (simulate groups its connected components; --labels gives parts)")
         return 0
     if what in ("urdf", "partnet"):
         from kinemesh.data.partnet import load_articulated

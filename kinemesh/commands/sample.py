@@ -95,11 +95,12 @@ def run(args) -> int:
             decoded, joints = decoder.vertices(z), {"from": joints_from}
         verts = wm.to_file(decoded.cpu().double().numpy())  # the file's vertices, count and order
     faces, rest = wm.faces, wm.to_file(np.asarray(wm.mesh.vertices))
+    face_parts, names = wm.face_parts()  # the input's parts, as o groups of every OBJ
     with atomic_dir(args.out) as tmp:
-        export_obj(rest, faces, tmp / "rest.obj")
+        export_obj(rest, faces, tmp / "rest.obj", face_parts=face_parts, part_names=names)
         tiles = [(rest, faces, None, "rest")]
         for i, v in enumerate(verts):
-            export_obj(v, faces, tmp / f"sample_{i:02d}.obj")
+            export_obj(v, faces, tmp / f"sample_{i:02d}.obj", face_parts=face_parts, part_names=names)
             tiles.append((v, faces, None, f"sample {i}"))
         # the cameras face the side that moves (PartNet-Mobility fronts face -x)
         contact_sheet(tiles, tmp / "contact_sheet.png", cols=3, style=RenderStyle(azimuth=facing_turn(rest, verts)))

@@ -318,6 +318,15 @@ class WorkingMesh:
         """Per-working-vertex ``values`` (..., n_work, d) -> per file vertex (..., n, d) (unchanged if decimated)."""
         return values if self.decimated else np.asarray(values)[..., self.to_work, :]
 
+    def face_parts(self) -> tuple[np.ndarray | None, list]:
+        """The parts over :attr:`faces` for the meshes written back (OBJ ``o`` groups): (face part (m,) int
+        indexing ``part_names``, ``part_names``), or (None, []) when the parts are none or only the automatic
+        grouping of the file's components (which the file does not carry)."""
+        if self.part_ids is None or self.part_source in ("none", "auto"):
+            return None, []
+        ids = self.to_file(np.asarray(self.part_ids)[:, None])[:, 0]
+        return ids[np.asarray(self.faces)[:, 0]], list(self.part_names)
+
 
 def load_working_mesh(path: str | os.PathLike, max_vertices: int | None = DEFAULT_MAX_VERTICES,
                       face_parts: np.ndarray | None = None) -> WorkingMesh:
