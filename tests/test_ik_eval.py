@@ -237,3 +237,39 @@ def test_eval_model_rest_corrected_soft_bodies(tiny_checkpoint, tmp_path):
                  "--kinds", "articulated", "--frames", "2", "--samples", "2", "--n-points", "128",
                  "--out", str(out)]) == 0
     assert not any("chamfer_l1_rest_corrected" in r for r in json.loads(out.read_text())["rows"])
+
+
+def test_ik_of_a_mesh_with_parts_fits_along_predicted_joints_and_by_the_prior_basis(tmp_path, capsys,
+                                                                                     tiny_checkpoint):
+    """An OBJ whose groups are a URDF's links (`kinemesh convert FOLDER rest.obj`): --binding auto fits the parts
+    along joints predicted from the static shape and by the prior basis, and keeps the fit nearer the target;
+    --binding joints / prior run one of them; a plain mesh (automatic grouping) gets no predicted joints."""
+    from data_fixtures import make_partnet_folder
+    from kinemesh.data.partnet import load_articulated
+
+    folder = make_partnet_folder(tmp_path / "cab")
+    assert main(["convert", str(folder), str(tmp_path / "rest.obj")]) == 0
+    obj = load_articulated(folder)
+    rest, faces, _ = obj.merged({})
+    export_obj(obj.merged({"door_hinge": 0.8, "drawer_slide": -0.3})[0], faces, tmp_path / "target.obj")
+    export_obj(rest, faces, tmp_path / "plain.obj")  # no groups
+    capsys.readouterr()
+    base = ["--target", str(tmp_path / "target.obj"), "--checkpoint", str(tiny_checkpoint), "--steps", "5",
+            "--starts", "1", "--polish-steps", "0", "--force"]
+    runs = {}
+    for binding in ("auto", "joints", "prior"):
+        out = tmp_path / f"fit_{binding}.obj"
+        assert main(["ik", "--rest", str(tmp_path / "rest.obj"), "--out", str(out), "--json",
+                     str(out.with_suffix(".json")), "--binding", binding, *base]) == 0
+        runs[binding] = json.loads(out.with_suffix(".json").read_text()), capsys.readouterr().out
+    auto, printed = runs["auto"]
+    assert "parts moved" in printed and "prior basis" in printed and "predicted joints" in printed
+    errors = {b: runs[b][0]["errors"]["vertex_error"] for b in ("joints", "prior")}
+    assert runs["joints"][0]["joints_from"] == "predicted" and runs["prior"][0]["joints_from"] == "none"
+    assert "parts moved" not in runs["joints"][1] and "parts moved" not in runs["prior"][1]
+    assert auto["errors"]["vertex_error"] == pytest.approx(min(errors.values()), abs=1e-9)
+    assert auto["joints_from"] == min(errors, key=errors.get).replace("joints", "predicted").replace("prior", "none")
+    assert main(["ik", "--rest", str(tmp_path / "plain.obj"), "--out", str(tmp_path / "fit_plain.obj"), "--json",
+                 str(tmp_path / "fit_plain.json"), *base]) == 0
+    assert json.loads((tmp_path / "fit_plain.json").read_text())["joints_from"] == "none"
+    assert "parts moved" not in capsys.readouterr().out
