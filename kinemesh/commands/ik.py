@@ -125,6 +125,8 @@ def run(args) -> int:
                                     wm.part_names, seed=args.seed)
         if art is not None:
             bindings = ([] if args.binding == "joints" else bindings) + [(art, "predicted")]
+        else:
+            print(f"no joints predicted ({why}): parts moved by the prior basis")
     fits = []
     for art, joints_from in bindings:
         torch.manual_seed(args.seed)
