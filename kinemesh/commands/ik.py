@@ -149,13 +149,24 @@ def run(args) -> int:
     if wm.decimated:
         face_parts = None  # the fit is written on the file's faces
     export_obj(res.vertices_target_frame, rest_f, args.out, face_parts=face_parts, part_names=names)
-    msg = f"fit error: Chamfer-L1 {res.errors['chamfer_l1']:.5f}"
+    import trimesh
+
+    from kinemesh.geometry.normalize import normalization
+    from kinemesh.ik.solver import chamfer_l1
+
+    # the rest pose's Chamfer with as many surface samples as the fit's, drawn apart from the target's (the fit's
+    # samples are the model's own): it carries the same floor two samplings of one surface leave, to read the
+    # fit's against
+    s = normalization(rest_v)[1]
+    rest_pts = trimesh.sample.sample_surface(trimesh.Trimesh(rest_v, rest_f, process=False), len(res.points),
+                                             seed=args.seed + 1)[0]
+    rest_ch = float(chamfer_l1(torch.as_tensor(rest_pts, dtype=torch.float32)[None] * s,
+                               target.points.float() * s, target.partial)[0])
+    msg = f"fit error: Chamfer-L1 {res.errors['chamfer_l1']:.5f} (rest pose {rest_ch:.5f})"
     if "vertex_error" in res.errors:
         rest_err = float(np.linalg.norm(rest_v - target.vertices.numpy(), axis=1).mean())
         ve = res.errors["vertex_error"]
-        from kinemesh.geometry.normalize import normalization
-
-        rest_err *= normalization(rest_v)[1]
+        rest_err *= s
         expl = motion_explained(ve, rest_err)
         msg += (f", vertex error {ve:.5f} (rest pose {rest_err:.5f}, motion explained "
                 + ("n/a: the target is the rest pose)" if expl is None else f"{expl:.1%})"))
@@ -177,7 +188,8 @@ def run(args) -> int:
     if args.json:
         write_text(args.json, json.dumps({
             "latent": res.latent.tolist(), "z": res.z.tolist(), "errors": res.errors, "seconds": res.seconds,
-            "reduced": sub is not None, "polished": res.polished, "scale": res.similarity[0] * target.scale,
+            "rest_chamfer_l1": rest_ch, "reduced": sub is not None, "polished": res.polished,
+            "scale": res.similarity[0] * target.scale,
             "joints": joints, "joints_from": joints_from,
         }, indent=2) + "\n")
     return 0
