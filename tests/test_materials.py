@@ -399,3 +399,17 @@ def test_cli_physics_of_a_segmented_mesh_gives_each_part_its_material(tmp_path):
     d = [np.linalg.norm(x[:8, None] - x[None, 8:], axis=-1) for x in (seq.frames[0], seq.frames[-1])]
     np.testing.assert_allclose(d[1], d[0], atol=1e-4)
     assert np.abs(seq.frames[-1] - seq.frames[0]).max() > 0.01  # and it fell
+
+
+def test_welded_object_names_parts_apart_and_keeps_the_vertex_order():
+    """GLB nodes may share a name: each welded part gets its own; ``order`` maps merged vertices back."""
+    from kinemesh.materials.objects import welded_object
+
+    a = trimesh.creation.box(bounds=[[0, 0, 0], [1, 1, 1]])
+    b = trimesh.creation.box(bounds=[[1, 0, 0], [1.2, 1, 1]])
+    m = trimesh.util.concatenate([b, a])  # the small box first: the large one is the root
+    ids = np.r_[np.zeros(8, int), np.ones(8, int)]
+    obj, order = welded_object(m, ids, ["Object", "Object"], "x")
+    assert [p.name for p in obj.parts] == ["Object", "Object_1"]
+    assert [(j.type, j.parent, j.child) for j in obj.joints] == [("fixed", "Object_1", "Object")]
+    np.testing.assert_array_equal(obj.merged()[0], np.asarray(m.vertices)[order])

@@ -54,6 +54,8 @@ def welded_object(mesh, part_ids: np.ndarray, names: list[str], name: str) -> tu
         remap[keep] = np.arange(len(keep))
         faces = f[ids[f[:, 0]] == k]
         label = str(names[k]) if 0 <= k < len(names) else f"part_{int(k)}"
+        if label in {p.name for p in parts}:  # a GLB's nodes may share a name: parts need their own
+            label = f"{label}_{int(k)}"
         parts.append(Part(label, v[keep], remap[faces], label=label))
         order.append(keep)
         areas.append(area[ids[f[:, 0]] == k].sum())
