@@ -116,6 +116,7 @@ def run(args) -> int:
     )
     if args.category:
         seq.meta["category"] = args.category
+    face_parts = None  # the parts a rest .obj carries as o groups
     if fmt == "npz":
         exporters.export_npz(seq, dst)
     elif fmt == "glb":
@@ -136,7 +137,7 @@ def run(args) -> int:
     else:
         exporters.export_obj_sequence(seq, dst)
     what = "the rest frame" if fmt == "obj" else f"{seq.n_frames} frames"  # a single .obj holds the rest pose
-    if fmt == "obj" and face_parts is not None:
+    if face_parts is not None:
         what += f", {len(names)} parts as o groups"
     print(f"wrote {dst} ({fmt}: {what}, {seq.n_vertices} vertices, {seq.n_faces} faces)")
     return 0

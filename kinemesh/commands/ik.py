@@ -145,9 +145,7 @@ def run(args) -> int:
         from kinemesh.viz.plots import plot_spectrum
 
         plot_spectrum(args.spectrum, sub.eigenvalues, sub.k)
-    face_parts, names = wm.face_parts()  # the rest's parts, as the fitted OBJ's o groups
-    if wm.decimated:
-        face_parts = None  # the fit is written on the file's faces
+    face_parts, names = wm.face_parts()  # the rest's parts, as the fitted OBJ's o groups (never decimated here)
     export_obj(res.vertices_target_frame, rest_f, args.out, face_parts=face_parts, part_names=names)
     import trimesh
 

@@ -253,8 +253,9 @@ def part_owners(names: list[str], fixed: dict[str, str]) -> tuple[np.ndarray, li
             seen.add(m)
         return m
 
-    kept = [n for n in names if owner(n) == n]
-    return np.array([kept.index(owner(n)) for n in names], dtype=np.int64), kept
+    owners = [owner(n) for n in names]
+    kept = [n for n, o in zip(names, owners) if o == n]
+    return np.array([kept.index(o) for o in owners], dtype=np.int64), kept
 
 
 def face_parts_of(part_ids, faces, meta: dict) -> tuple[np.ndarray, list[str]]:

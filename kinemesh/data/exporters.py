@@ -71,12 +71,12 @@ def export_obj(vertices: np.ndarray, faces: np.ndarray, path: str | os.PathLike,
     with atomic_path(path) as tmp:
         fmt = "v %.{0}g %.{0}g %.{0}g".format(digits)
         v = "\n".join(fmt % tuple(p) for p in np.asarray(vertices, dtype=np.float64))
-        lines = [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in f]
-        if face_parts is not None and len(f):
-            fp = np.asarray(face_parts).reshape(-1)
-            starts = np.flatnonzero(np.r_[True, fp[1:] != fp[:-1]])
-            for k in starts[::-1]:  # from the end, so earlier insertions do not shift later positions
-                lines.insert(int(k), "o " + "_".join(str(part_names[int(fp[k])]).split()))
+        fp = None if face_parts is None else np.asarray(face_parts).reshape(-1)
+        lines = []
+        for i, (a, b, c) in enumerate(f):
+            if fp is not None and (i == 0 or fp[i] != fp[i - 1]):  # a run of one part's faces begins
+                lines.append("o " + "_".join(str(part_names[int(fp[i])]).split()))
+            lines.append(f"f {a + 1} {b + 1} {c + 1}")
         tmp.write_text(v + "\n" + "\n".join(lines) + "\n", encoding="utf-8")
     return Path(path)
 
@@ -101,7 +101,8 @@ def glb_document(seq: KinematicSequence, y_up: bool = True) -> tuple[dict, bytes
     One mesh, one primitive: ``POSITION`` = rest vertices, one morph target per frame holding
     ``frames[t] - rest`` and an animation on the node's ``weights`` whose keyframe ``t`` (at ``times[t] -
     times[0]`` s) is the one-hot weight vector of target ``t`` (LINEAR interpolation blends neighbouring
-    frames). Vertex colours show ``part_ids``, which the ``_PART_ID`` attribute holds. With ``y_up`` coordinates are converted to glTF's Y-up.
+    frames). Vertex colours show ``part_ids``, which the ``_PART_ID`` attribute holds. With ``y_up``
+    coordinates are converted to glTF's Y-up.
     """
     R = Z_UP_TO_GLTF if y_up else np.eye(3)
     rest = (seq.rest_vertices.astype(np.float64) @ R.T).astype(np.float32)

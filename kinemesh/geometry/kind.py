@@ -69,6 +69,15 @@ def _shared(keys: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return np.unique(np.sort(np.concatenate(pairs), axis=1), axis=0, return_counts=True)
 
 
+def _boxes(points: np.ndarray, owner: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Axis-aligned bounds (lo, hi) (n, 3) of the ``points`` (k, 3) of each group ``owner`` (k,) in 0..n-1
+    (+inf / -inf for a group without points)."""
+    lo, hi = np.full((n, 3), np.inf), np.full((n, 3), -np.inf)
+    np.minimum.at(lo, owner, points)
+    np.maximum.at(hi, owner, points)
+    return lo, hi
+
+
 def group_components(vertices: np.ndarray, faces: np.ndarray, small: float = 0.05,
                      seam: float = 0.5) -> np.ndarray:
     """Group the connected components of a mesh into parts, so that a part made of many components (a door's
@@ -134,7 +143,9 @@ def group_components(vertices: np.ndarray, faces: np.ndarray, small: float = 0.0
     group = root[comp]
     # 2. small details join the nearest big group (big groups never move)
     ids = np.unique(group[np.unique(f)])
-    diag = np.array([np.linalg.norm(np.ptp(v[group == g], axis=0)) for g in ids])
+    member = np.flatnonzero(np.isin(group, ids))
+    lo, hi = _boxes(v[member], np.searchsorted(ids, group[member]), len(ids))
+    diag = np.linalg.norm(hi - lo, axis=1)
     big = diag >= small * size
     if big.any() and not big.all():
         from kinemesh.geometry.metrics import surface_index
@@ -148,9 +159,7 @@ def group_components(vertices: np.ndarray, faces: np.ndarray, small: float = 0.0
         big_vs = np.unique(np.concatenate(big_faces))
         upper = np.full(n_small, np.inf)
         np.minimum.at(upper, owner, cKDTree(v[big_vs]).query(v[small_vs])[0])
-        lo_s, hi_s = np.full((n_small, 3), np.inf), np.full((n_small, 3), -np.inf)
-        np.minimum.at(lo_s, owner, v[small_vs])
-        np.maximum.at(hi_s, owner, v[small_vs])
+        lo_s, hi_s = _boxes(v[small_vs], owner, n_small)
         nearest = np.full((n_small, int(big.sum())), np.inf)
         for k, bf in enumerate(big_faces):
             bv = v[np.unique(bf)]
@@ -193,9 +202,11 @@ def guess_kind(vertices: np.ndarray, faces: np.ndarray, part_ids: np.ndarray | N
     used[np.asarray(faces, dtype=np.int64).reshape(-1)] = True
     diag = float(np.linalg.norm(np.ptp(vertices[used], axis=0))) if used.any() else 0.0
     big = sizes >= max(8, SIZEABLE[0] * len(vertices))
-    for k in np.flatnonzero(~big):  # a low-poly part counts by its size (vertices its faces use)
-        pts = vertices[(inverse.reshape(-1) == k) & used]
-        big[k] = len(pts) > 0 and np.linalg.norm(np.ptp(pts, axis=0)) >= SIZEABLE[1] * diag > 0
+    # a low-poly part counts by its size (the vertices its faces use)
+    lo, hi = _boxes(vertices[used], inverse.reshape(-1)[used], len(ids))
+    placed = np.isfinite(lo).all(axis=1)  # parts with a face
+    extent = np.linalg.norm(np.where(placed[:, None], hi - lo, 0.0), axis=1)
+    big |= placed & (extent >= SIZEABLE[1] * diag) & (diag > 0)
     # a soft toy's eyes are details of its body; cabinets, ovens, laptops, carts have a body and moving parts
     if big.sum() >= 2:
         return "articulated"
