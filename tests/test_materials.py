@@ -413,3 +413,87 @@ def test_welded_object_names_parts_apart_and_keeps_the_vertex_order():
     assert [p.name for p in obj.parts] == ["Object", "Object_1"]
     assert [(j.type, j.parent, j.child) for j in obj.joints] == [("fixed", "Object_1", "Object")]
     np.testing.assert_array_equal(obj.merged()[0], np.asarray(m.vertices)[order])
+
+
+def _cabinet(door_side: float = -1.0):
+    """A carcass with a door on its x = door_side face, hinged about a vertical edge."""
+    body = trimesh.creation.box(extents=(0.4, 0.5, 0.6))
+    body.apply_translation((0, 0, 0.3))
+    door = trimesh.creation.box(extents=(0.02, 0.5, 0.6))
+    x = door_side * 0.21
+    door.apply_translation((x, 0, 0.3))
+    return ArticulatedObject(
+        [Part("body", body.vertices, body.faces, "body"), Part("door", door.vertices, door.faces, "door")],
+        [Joint("hinge", "revolute", "body", "door", (0, 0, 1), (x, -0.25, 0.3),
+               (0.0, 1.5) if door_side < 0 else (-1.5, 0.0))],
+        category="cabinet", name="cabinet")
+
+
+def test_scaled_object_scales_shapes_origins_and_slides_not_turns():
+    from kinemesh.errors import KinemeshError
+
+    drawer = trimesh.creation.box(extents=(0.2, 0.2, 0.1))
+    obj = _box_with_lid()
+    obj = ArticulatedObject(obj.parts + [Part("drawer", drawer.vertices, drawer.faces, "drawer")],
+                            obj.joints + [Joint("slide", "prismatic", "body", "drawer", (1, 0, 0), (0, 0, 0.05),
+                                                (0.0, 0.15))], category="chest", name="chest")
+    big = obj.scaled(2.5)
+    assert big.part("lid").vertices == pytest.approx(2.5 * obj.part("lid").vertices)
+    by = {j.name: j for j in big.joints}
+    assert by["hinge"].limits == (0.0, 1.5) and by["slide"].limits == pytest.approx((0.0, 0.375))
+    # the same motion at 2.5 x the size: turn by the same angle, slide 2.5 x as far
+    posed = obj.merged({"hinge": 0.9, "slide": 0.1})[0]
+    assert big.merged({"hinge": 0.9, "slide": 0.25})[0] == pytest.approx(2.5 * posed)
+    assert obj.part("lid").vertices.max() < 0.2  # the original is untouched
+    with pytest.raises(KinemeshError, match="positive"):
+        obj.scaled(0.0)
+
+
+def test_open_values_take_each_joints_larger_excursion():
+    obj = _cabinet(door_side=1.0)  # limits (-1.5, 0)
+    assert obj.open_values(0.5) == {"hinge": pytest.approx(-0.75)}
+    assert _cabinet(-1.0).open_values() == {"hinge": pytest.approx(0.9)}
+
+
+@pytest.mark.parametrize("side", [-1.0, 1.0])
+def test_physics_video_camera_faces_the_side_the_joints_open_to(side):
+    from kinemesh.commands.physics import front_turn
+    from kinemesh.viz.render import _VIEW_PRESETS
+
+    az = np.radians(_VIEW_PRESETS[0][0] + front_turn(_cabinet(side)))
+    assert np.cos(az) * side > 0.5  # the first camera sits on the door's side of the cabinet
+    assert front_turn(_ball()) == 0.0  # nothing moves: the preset
+
+
+def test_cli_physics_size_rescales_the_object(tmp_path, capsys):
+    from kinemesh.cli import main
+    from kinemesh.data.sequence import KinematicSequence
+
+    mesh = trimesh.creation.box(extents=(0.1, 0.05, 0.02))
+    path = tmp_path / "wood_block.obj"
+    mesh.export(path)
+    out = tmp_path / "out"
+    assert main(["physics", str(path), "--size", "0.4", "--out", str(out), "--duration", "0.2", "--no-video"]) == 0
+    assert "object: 0.4 x 0.2 x 0.08 m" in capsys.readouterr().out
+    seq = KinematicSequence.load(out / "sequence.npz")
+    assert np.ptp(seq.rest_vertices, axis=0) == pytest.approx([0.4, 0.2, 0.08])
+    mass = json.loads((out / "report.json").read_text())["total_mass_kg"]
+    assert main(["physics", str(path), "--out", str(tmp_path / "o2"), "--duration", "0.2", "--no-video"]) == 0
+    assert "object: 0.1 x 0.05 x 0.02 m\n" in capsys.readouterr().out
+    small = json.loads((tmp_path / "o2" / "report.json").read_text())["total_mass_kg"]
+    assert mass > 10 * small  # a solid block 4 x as long weighs more (64 x as a solid)
+
+
+def test_cli_physics_of_a_partnet_folder_says_its_units_are_normalized(tmp_path, capsys):
+    from data_fixtures import make_partnet_folder
+
+    from kinemesh.cli import main
+
+    folder = make_partnet_folder(tmp_path / "cab")
+    args = ["physics", str(folder), "--duration", "0.1", "--no-video", "--out"]
+    assert main(args + [str(tmp_path / "a")]) == 0
+    assert "units are normalized" in capsys.readouterr().out
+    assert main(args + [str(tmp_path / "b"), "--size", "0.5"]) == 0
+    line = capsys.readouterr().out.split("object: ")[1].splitlines()[0]
+    assert "units are normalized" not in line and line.endswith(" m")
+    assert max(float(x) for x in line[:-2].split(" x ")) == pytest.approx(0.5)

@@ -147,12 +147,8 @@ def render_png(obj, path, open_fraction: float = 0.6):
 
     from kinemesh.viz.render import RenderStyle, facing_turn, render_frames
 
-    vals = {}
-    for j in obj.movable_joints:
-        lo, hi = j.limits if j.limits is not None else (-np.pi / 2, np.pi / 2)
-        vals[j.name] = (hi if abs(hi) >= abs(lo) else lo) * open_fraction
     rest, faces, ids = obj.merged(None)
-    posed, _, _ = obj.merged(vals)
+    posed, _, _ = obj.merged(obj.open_values(open_fraction))
     axes = [(j.origin, j.axis) for j in obj.movable_joints]
     frames = np.stack([rest, posed])  # the camera faces the side that moves (PartNet-Mobility fronts face -x)
     return render_frames(frames, faces, path, part_ids=ids, axes=axes or None, progress=False,

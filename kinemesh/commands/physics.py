@@ -48,6 +48,9 @@ def register(sub) -> None:
     p.add_argument("--drag-direction", type=_vec3, help="drag: direction DX,DY,DZ")
     p.add_argument("--wind", type=_vec3, help="wind: air velocity X,Y,Z m/s (default 8,0,0)")
     p.add_argument("--timestep", type=positive, help="physics time step, s (default 5e-4)")
+    p.add_argument("--size", type=positive, help="scale the object so that its largest side is this many metres "
+                   "(inputs are read as metres; PartNet-Mobility objects come in normalized units, a microwave "
+                   "about 2 m wide)")
     p.add_argument("--no-video", action="store_true", help="skip the MP4")
     p.add_argument("--list-materials", action="store_true", help="print the material library and exit")
     p.set_defaults(func=run)
@@ -93,12 +96,30 @@ def run(args) -> int:
             obj = mesh_object(working.mesh, Path(args.input).stem)
     else:
         obj = load_object(args.input)
+    obj = _sized(obj, args.size, args.input)
     assignment = _assignment(args, obj)
     out = Path(args.out)
     for cfg in configs:
         target = out / cfg.case if len(configs) > 1 else out
         _run_case(obj, assignment, cfg, target, video=not args.no_video, working=working, order=order)
     return 0
+
+
+def _sized(obj, size: float | None, source: str):
+    """``obj`` scaled so that its largest rest bounding-box side is ``size`` metres (None: as read); prints the
+    size simulated, with a hint when a PartNet-Mobility folder (normalized units) is read as it is."""
+    import numpy as np
+
+    extent = np.ptp(obj.merged(None)[0], axis=0)
+    if size is not None:
+        obj = obj.scaled(size / float(extent.max()))
+        extent = extent * (size / float(extent.max()))
+    dims = " x ".join(f"{x:.3g}" for x in extent)
+    hint = ""
+    if size is None and Path(source).is_dir() and (Path(source) / "mobility.urdf").is_file():
+        hint = " (PartNet-Mobility units are normalized, not metres: give --size to set its real size)"
+    print(f"object: {dims} m{hint}")
+    return obj
 
 
 def quiet_mujoco_log() -> None:
@@ -127,6 +148,21 @@ def _assignment(args, obj):
         raise ConfigError(f"unknown material '{args.materials}'; known materials: {', '.join(material_names())} "
                           "(or give a materials.json)")
     return load_materials_file(args.materials, names)
+
+
+def front_turn(obj) -> float:
+    """Degrees to turn the video's camera about +Z (``RenderStyle.azimuth``) so that it faces the side of
+    ``obj`` its joints open towards (``kinemesh.viz.render.facing_turn`` of its rest pose and every joint
+    opened, as ``kinemesh articulate`` renders it): a PartNet-Mobility microwave faces -x, and the default
+    camera saw its back. 0 for an object without movable joints."""
+    import numpy as np
+
+    from kinemesh.viz.render import facing_turn
+
+    if not obj.movable_joints:
+        return 0.0
+    rest = obj.merged(None)[0]
+    return facing_turn(rest, np.stack([rest, obj.merged(obj.open_values())[0]]))
 
 
 def _run_case(obj, assignment, cfg, out: Path, video: bool, working=None, order=None) -> None:
@@ -162,13 +198,14 @@ def _run_case(obj, assignment, cfg, out: Path, video: bool, working=None, order=
         for name, blob in result.scene_files.items():
             (tmp / name).write_bytes(blob)
         if video:
-            from kinemesh.viz.render import render_frames
+            from kinemesh.viz.render import RenderStyle, render_frames
 
             seq = result.sequence
-            render_frames(seq.frames, seq.faces, tmp / "video.mp4", fps=cfg.fps, part_ids=seq.part_ids)
+            render_frames(seq.frames, seq.faces, tmp / "video.mp4", fps=cfg.fps, part_ids=seq.part_ids,
+                          style=RenderStyle(azimuth=front_turn(obj)))
     rep = result.report
     extra = ", ".join(f"{k} {rep[k]:.4g}" for k in ("bounce_height_m", "slide_distance_m", "peak_deformation",
-                                                    "final_displacement_m") if k in rep)
+                                                    "final_displacement_m", "total_mass_kg") if k in rep)
     print(f"{cfg.case}: {extra}")
     print(f"  wrote {out}/ (sequence.npz, materials.json, report.json, scene.xml{', video.mp4' if video else ''})")
 

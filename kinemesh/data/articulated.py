@@ -7,7 +7,7 @@ metres, Z up, joint axes and origins expressed in the rest (world) frame.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -207,6 +207,28 @@ class ArticulatedObject:
         if not verts:
             raise KinemeshError(f"{self.name}: no part has geometry")
         return np.concatenate(verts), np.concatenate(faces), np.concatenate(ids)
+
+    def scaled(self, factor: float) -> "ArticulatedObject":
+        """A copy ``factor`` times as large about the world origin: vertices, joint origins and slide limits
+        (turn limits unchanged)."""
+        f = float(factor)
+        if not np.isfinite(f) or f <= 0:
+            raise KinemeshError(f"{self.name}: scale factor must be positive and finite, got {factor}")
+        parts = [Part(p.name, p.vertices * f, p.faces.copy(), p.label) for p in self.parts]
+        joints = [Joint(j.name, j.type, j.parent, j.child, j.axis.copy(), j.origin * f,
+                        None if j.limits is None else
+                        (j.limits[0] * f, j.limits[1] * f) if j.type == "prismatic" else tuple(j.limits))
+                  for j in self.joints]
+        return replace(self, parts=parts, joints=joints, meta=dict(self.meta))
+
+    def open_values(self, fraction: float = 0.6) -> dict[str, float]:
+        """Every movable joint at ``fraction`` of its larger excursion from rest (the opening side: a door's
+        swing, a drawer's pull; continuous joints and joints without limits of +-pi/2)."""
+        out = {}
+        for j in self.movable_joints:
+            lo, hi = j.limits if j.limits is not None else (-np.pi / 2, np.pi / 2)
+            out[j.name] = (hi if abs(hi) >= abs(lo) else lo) * fraction
+        return out
 
     def sample_values(self, rng: np.random.Generator, continuous_range: float = np.pi) -> dict[str, float]:
         """Uniformly random joint values within limits (continuous joints in [-range, range])."""
