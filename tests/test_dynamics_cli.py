@@ -120,3 +120,23 @@ def test_demo_without_default_checkpoint_errors_clearly(tmp_path, capsys, monkey
     code = main(["demo", "--out", str(tmp_path / "demo")])
     assert code == 1
     assert "default checkpoint is missing" in capsys.readouterr().err
+
+
+def test_simulate_messages_name_the_files_vertex_id_not_the_working_meshs(tiny, capsys):
+    """A file whose triangles carry their own corners (a mesh exported unindexed) is merged into a working mesh
+    with other vertex ids; an error about --vertex names the id the user gave."""
+    import trimesh
+
+    d, _ = tiny
+    box = trimesh.creation.box(extents=(0.6, 0.3, 0.2))
+    soup = trimesh.Trimesh(box.vertices[box.faces.reshape(-1)], np.arange(3 * len(box.faces)).reshape(-1, 3),
+                           process=False)
+    path = d / "soup.obj"
+    soup.export(path)
+    vid = len(soup.vertices) - 1  # a corner the working mesh merges into a lower id
+    target = ",".join(f"{x:.9g}" for x in soup.vertices[vid])
+    args = ["simulate", str(path), "--checkpoint", str(d / "ckpt"), "--points", "128", "--k-q", "3", "--frames",
+            "4", "--action", "drag", "--vertex", str(vid), f"--to={target}", "--out", str(d / "soup.glb")]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert f"target of vertex {vid} is its rest position" in err

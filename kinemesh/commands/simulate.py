@@ -244,6 +244,7 @@ def run(args) -> int:
             raise ConfigError(f"vertex id {vid} is out of range: {args.mesh} has {n} vertices (ids 0..{n - 1})")
     # --vertex, --poke and --pin index the file's vertices: map them to the merged / decimated working mesh
     work = lambda i: None if i is None else int(wm.to_work[int(i)])  # noqa: E731
+    spec.vertex_names = {work(i): int(i) for i in (spec.drag_vertex, spec.poke_vertex) if i is not None}
     spec.drag_vertex, spec.poke_vertex = work(spec.drag_vertex), work(spec.poke_vertex)
     spec.velocity_vertices = tuple(work(i) for i in spec.velocity_vertices)
     spec.pins = tuple(dict.fromkeys(work(i) for i in spec.pins))

@@ -122,6 +122,8 @@ class SimulationSpec:
     """Drag action: seconds of frames showing the drag (rest -> dragged pose) before the release."""
     poke_vertex: int | None = None
     """Poke action: an impulse ``impulse`` (N s) on this vertex at t = 0."""
+    vertex_names: dict | None = None
+    """Vertex id -> the id messages name (the mesh file's, when the ids above index a merged working mesh)."""
     impulse: tuple | None = None
     poke_speed: float | None = None
     """Poke action: rescale the impulse so the poked vertex starts at this speed (m/s); None = as given."""
@@ -209,6 +211,11 @@ def torch_threads(n: int = 1):
         yield
     finally:
         torch.set_num_threads(old)
+
+
+def _named(spec: SimulationSpec, vertex: int) -> int:
+    """The id messages give ``vertex``: the mesh file's (``spec.vertex_names``) where the CLI mapped it."""
+    return (spec.vertex_names or {}).get(vertex, vertex)
 
 
 def _vec(v, name: str) -> np.ndarray:
@@ -498,8 +505,8 @@ def initial_conditions(system: System, spec: SimulationSpec, info: dict | None =
         h = make_handles(system.decoder, [spec.drag_vertex])
         target = torch.as_tensor(_vec(spec.drag_to, "--to"))[None]
         if float(torch.linalg.norm(target - h.rest)) < 1e-4 * size:
-            raise ConfigError(f"zero-length drag: the target of vertex {spec.drag_vertex} is its rest position "
-                              f"{tuple(np.round(h.rest[0].numpy(), 6))}")
+            raise ConfigError(f"zero-length drag: the target of vertex {_named(spec, spec.drag_vertex)} is its rest "
+                              f"position {tuple(np.round(h.rest[0].numpy(), 6))}")
         now = h.positions(kinematics(system, q0).x, rp)
         q0, rms = solve_positions(system, h, target, q_init=system.q_rest, seed=spec.seed,
                                   least_motion=LEAST_MOTION, polish=True)
@@ -510,7 +517,7 @@ def initial_conditions(system: System, spec: SimulationSpec, info: dict | None =
         short = rms > 0.25 * float(torch.linalg.norm(target - now))
         if short:
             log.warning("drag: vertex %d reaches only %.3g m of the requested %.3g m (the model allows no closer "
-                        "plausible state); --hold keeps it there", spec.drag_vertex, moved,
+                        "plausible state); --hold keeps it there", _named(spec, spec.drag_vertex), moved,
                         float(torch.linalg.norm(target - now)))
         if spec.hold:  # a 4 Hz spring on the mass the vertex moves (its effective mass 3 / tr(J_h M^-1 J_h^T)):
             # on the whole object's mass a small part (a wheel) would ring far faster than the steps resolve
@@ -550,7 +557,8 @@ def initial_conditions(system: System, spec: SimulationSpec, info: dict | None =
             vh = torch.einsum("ihc,i->hc", h.jacobian(kinematics(system, q0).J), dqd)
             speed = float(torch.linalg.norm(vh))
             if not speed > 0:
-                raise ConfigError(f"poke: vertex {spec.poke_vertex} cannot move in the model's state space")
+                raise ConfigError(f"poke: vertex {_named(spec, spec.poke_vertex)} cannot move in the model's state "
+                                  "space")
             dqd = dqd * (float(spec.poke_speed) / speed)
             info["poke_impulse_scale"] = float(spec.poke_speed) / speed
         qd0 = qd0 + dqd
