@@ -26,7 +26,7 @@ from kinemesh.dynamics.boundary import impulse_velocity, solve_positions, solve_
 from kinemesh.dynamics.eom import kinematics, mass_matrix, spd_solve
 from kinemesh.dynamics.integrators import INTEGRATORS, Rollout, default_substeps, integrate
 from kinemesh.dynamics.floating import FloatingDecoder, held_base
-from kinemesh.dynamics.system import (Floor, PartContacts, PointForce, Spring, State, Stretch, System, Wind,
+from kinemesh.dynamics.system import (Floor, PointForce, Spring, State, Stretch, System, Wind,
                                       make_handles, object_size, part_contacts, stretch_graph)
 from kinemesh.errors import ConfigError
 from kinemesh.geometry.kind import resolve_kind
