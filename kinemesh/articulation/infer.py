@@ -119,6 +119,8 @@ HINGE_SIDES = True  # validity picks a panel's hinge on a side its shape allows 
 HINGE_ANY = True  # ... among all the network's lines when every line it rates is on a side the shape rules out
 HINGE_VALID = True  # ... or when none it rates on an allowed side sweeps free
 HINGE_FORCE = True  # ... and when none sweeps free either, an upright panel's allowed line that collides least
+AXIS_SNAP = 35.0  # a movable axis within this many deg of the object's axes turns onto them (``_snap_axes``)
+SNAP_ABOUT = "contact"  # ... a hinge about its point nearest the part's rest contact ("centre", "origin")
 SAMPLINGS = 4  # the network's outputs averaged over this many surface samplings of each part
 CONTACT_SLACK = 0.5  # validity of the lines the shape proposes (after ``_choose_valid``): a sample touching
 # the rest at rest collides only this many voxels past what it touches (``ValidityConfig.contact_slack``)
@@ -188,6 +190,60 @@ def object_extent(parts: list[Part]) -> tuple[float, float]:
     """(the object's largest side (m), the height of its bottom (m)) over all ``parts``' vertices."""
     allv = np.concatenate([p.vertices for p in parts])
     return float(np.max(np.ptp(allv, axis=0))), float(allv[:, 2].min())
+
+
+def object_frame(parts: list[Part]) -> np.ndarray:
+    """(3, 3) rows: the object's own axes. Z up (gravity), and the sides of the smallest rectangle about its
+    footprint (the vertices seen from above) in the horizontal plane: a cabinet's front and side however it is
+    turned about Z. A footprint without a clear rectangle (a disc) gives some pair of orthogonal horizontals."""
+    import trimesh
+
+    xy = np.concatenate([p.vertices for p in parts])[:, :2]
+    try:
+        T, _ = trimesh.bounds.oriented_bounds_2D(xy)
+        u = np.asarray(T, float)[0, :2]  # the rectangle's first side, in world coordinates
+    except Exception:  # noqa: BLE001 - a degenerate footprint (a line, a point): the world's axes
+        u = np.array([1.0, 0.0])
+    u = u / max(float(np.linalg.norm(u)), 1e-12)
+    return np.array([[u[0], u[1], 0.0], [-u[1], u[0], 0.0], [0.0, 0.0, 1.0]])
+
+
+SYMMETRY_RULES = ("tray", "round", "cap", "knob", "wheel", "caster", "button", "stem")  # axes from a part's shape
+
+
+def _snap_axes(parts, preds, max_deg: float, size: float, seed: int = 0) -> None:
+    """Turn a movable part's axis onto the nearest of the object's axes (:func:`object_frame`) when it is within
+    ``max_deg`` (the sign kept), unless a shape rule gave the axis (``SYMMETRY_RULES``: a knob's, a wheel's or
+    a button's own axis, which follows its face). A hinge line turns about its point nearest where the part
+    touches its parent at rest (``SNAP_ABOUT = "contact"``: a joint sits where the parts meet); a slide, which
+    has no line of its own, keeps its point.
+
+    Why: man-made joints run along the object's axes. On data/real_train 436 of the 469 movable joints lie
+    within 2 deg of them (426 within 0.5 deg), and every other one within 2 deg of its part's own box axes:
+    knobs on control panels tilted 15-45 deg, an office chair's casters (the symmetry rules' parts), one
+    faucet handle tilted 24 deg (snapped wrongly: fold 3's faucet 1280), a stapler's arms 6 deg, two knife
+    blades 2-4 deg. The lines the decoding builds from contact (a contact strip, a lever's swing towards its
+    parent's centre) or the network's box frame tilt with the part's shape: fold 3's eyeglass temples and
+    faucet spouts read 11-30 deg off."""
+    frame = object_frame(parts)
+    by = {p.name: p for p in parts}
+    cos = np.cos(np.radians(max_deg))
+    for pr in preds.values():
+        if (pr.type not in ("revolute", "prismatic") or pr.name not in by
+                or any(k in pr.info for k in SYMMETRY_RULES)):
+            continue
+        a = np.asarray(pr.axis, float) / np.linalg.norm(pr.axis)
+        d = frame @ a
+        k = int(np.argmax(np.abs(d)))
+        if cos <= abs(d[k]) < 1.0 - 1e-12:
+            if pr.type == "revolute" and SNAP_ABOUT in ("centre", "contact"):  # a slide keeps its point
+                c = by[pr.name].vertices.mean(0)
+                if SNAP_ABOUT == "contact" and pr.parent in by:
+                    C = _rest_contact(by[pr.name], by[pr.parent], size, seed)[2]
+                    c = C.mean(0) if len(C) else c
+                pr.origin = np.asarray(pr.origin, float) + float((c - pr.origin) @ a) * a
+            pr.axis = frame[k] * np.sign(d[k])
+            pr.info["axis_snapped_deg"] = float(np.degrees(np.arccos(min(1.0, abs(d[k])))))
 
 
 def part_tree(parts: list[Part], n_samples: int | None = None,
@@ -406,6 +462,8 @@ def articulate(obj: ArticulatedObject, weights=None, net=None, check_validity: b
         if STEMS:
             _turn_on_stems(parts, preds, seed=seed)
         _roll_wheels(parts, root, preds, seed=seed)
+        if AXIS_SNAP > 0:
+            _snap_axes(parts, preds, AXIS_SNAP, size, seed)
     for pr in preds.values():
         pr.info.pop("alternatives", None)
     return [preds[p.name] for p in parts if p.name in preds]
