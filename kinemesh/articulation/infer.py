@@ -50,7 +50,10 @@ and returns one :class:`PartPrediction` per part except the root. Steps:
    limits about that axis through the circle's centre, whatever their predicted type, axis and origin;
 8. also with ``check_validity``, wheels (``_roll_wheels`` / ``wheel_axis``: small parts at the object's
    bottom with a circular outline about a horizontal axis) turn about that axis, whatever their predicted
-   type.
+   type;
+9. last, with ``check_validity``, an axis within ``AXIS_SNAP`` deg of the object's own axes (Z up, the sides
+   of its footprint's rectangle: ``object_frame``) turns onto them, a hinge about its point nearest the part's
+   rest contact, unless one of the shape rules of 7-8 gave it (``_snap_axes``).
 
 The heuristic baseline picks, among the *valid* box candidates, one by a fixed rule (no learning).
 """
