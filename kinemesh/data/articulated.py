@@ -223,7 +223,7 @@ class ArticulatedObject:
 
     def open_values(self, fraction: float = 0.6) -> dict[str, float]:
         """Every movable joint at ``fraction`` of its larger excursion from rest (the opening side: a door's
-        swing, a drawer's pull; continuous joints and joints without limits of +-pi/2)."""
+        swing, a drawer's pull; a joint without limits: +-pi/2)."""
         out = {}
         for j in self.movable_joints:
             lo, hi = j.limits if j.limits is not None else (-np.pi / 2, np.pi / 2)

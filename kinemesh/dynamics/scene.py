@@ -122,11 +122,11 @@ class SimulationSpec:
     """Drag action: seconds of frames showing the drag (rest -> dragged pose) before the release."""
     poke_vertex: int | None = None
     """Poke action: an impulse ``impulse`` (N s) on this vertex at t = 0."""
-    vertex_names: dict | None = None
-    """Vertex id -> the id messages name (the mesh file's, when the ids above index a merged working mesh)."""
     impulse: tuple | None = None
     poke_speed: float | None = None
     """Poke action: rescale the impulse so the poked vertex starts at this speed (m/s); None = as given."""
+    vertex_names: dict | None = None
+    """Vertex id -> the id messages name (the mesh file's, when the vertex ids index a merged working mesh)."""
     velocity: tuple | None = None
     """Initial velocity (m/s) of ``velocity_vertices`` (all vertices when empty), by least squares."""
     velocity_vertices: tuple = ()
