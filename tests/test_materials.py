@@ -457,12 +457,11 @@ def test_open_values_take_each_joints_larger_excursion():
 
 @pytest.mark.parametrize("side", [-1.0, 1.0])
 def test_physics_video_camera_faces_the_side_the_joints_open_to(side):
-    from kinemesh.commands.physics import front_turn
-    from kinemesh.viz.render import _VIEW_PRESETS
+    from kinemesh.viz.render import _VIEW_PRESETS, opening_turn
 
-    az = np.radians(_VIEW_PRESETS[0][0] + front_turn(_cabinet(side)))
+    az = np.radians(_VIEW_PRESETS[0][0] + opening_turn(_cabinet(side)))
     assert np.cos(az) * side > 0.5  # the first camera sits on the door's side of the cabinet
-    assert front_turn(_ball()) == 0.0  # nothing moves: the preset
+    assert opening_turn(_ball()) == 0.0  # nothing moves: the preset
 
 
 def test_cli_physics_size_rescales_the_object(tmp_path, capsys):

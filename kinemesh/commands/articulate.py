@@ -145,11 +145,11 @@ def render_png(obj, path, open_fraction: float = 0.6):
     drawn as arrows (``kinemesh.viz.render``); returns the path."""
     import numpy as np
 
-    from kinemesh.viz.render import RenderStyle, facing_turn, render_frames
+    from kinemesh.viz.render import RenderStyle, opening_turn, render_frames
 
     rest, faces, ids = obj.merged(None)
     posed, _, _ = obj.merged(obj.open_values(open_fraction))
     axes = [(j.origin, j.axis) for j in obj.movable_joints]
-    frames = np.stack([rest, posed])  # the camera faces the side that moves (PartNet-Mobility fronts face -x)
-    return render_frames(frames, faces, path, part_ids=ids, axes=axes or None, progress=False,
-                         titles=["rest", "articulated"], style=RenderStyle(azimuth=facing_turn(rest, frames)))
+    return render_frames(np.stack([rest, posed]), faces, path, part_ids=ids, axes=axes or None, progress=False,
+                         titles=["rest", "articulated"],
+                         style=RenderStyle(azimuth=opening_turn(obj, open_fraction)))

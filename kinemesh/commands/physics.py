@@ -99,9 +99,15 @@ def run(args) -> int:
     obj = _sized(obj, args.size, args.input)
     assignment = _assignment(args, obj)
     out = Path(args.out)
+    # the video faces the side the joints open towards (the default camera saw a PartNet microwave's back)
+    turn = None
+    if not args.no_video:
+        from kinemesh.viz.render import opening_turn
+
+        turn = opening_turn(obj)
     for cfg in configs:
         target = out / cfg.case if len(configs) > 1 else out
-        _run_case(obj, assignment, cfg, target, video=not args.no_video, working=working, order=order)
+        _run_case(obj, assignment, cfg, target, video=turn, working=working, order=order)
     return 0
 
 
@@ -150,23 +156,9 @@ def _assignment(args, obj):
     return load_materials_file(args.materials, names)
 
 
-def front_turn(obj) -> float:
-    """Degrees to turn the video's camera about +Z (``RenderStyle.azimuth``) so that it faces the side of
-    ``obj`` its joints open towards (``kinemesh.viz.render.facing_turn`` of its rest pose and every joint
-    opened, as ``kinemesh articulate`` renders it): a PartNet-Mobility microwave faces -x, and the default
-    camera saw its back. 0 for an object without movable joints."""
-    import numpy as np
-
-    from kinemesh.viz.render import facing_turn
-
-    if not obj.movable_joints:
-        return 0.0
-    rest = obj.merged(None)[0]
-    return facing_turn(rest, np.stack([rest, obj.merged(obj.open_values())[0]]))
-
-
-def _run_case(obj, assignment, cfg, out: Path, video: bool, working=None, order=None) -> None:
-    """Simulate one case and write its folder; ``working`` (a :class:`~kinemesh.data.meshes.WorkingMesh`)
+def _run_case(obj, assignment, cfg, out: Path, video: float | None, working=None, order=None) -> None:
+    """Simulate one case and write its folder, with an MP4 unless ``video`` is None (else the degrees its
+    camera turns about +Z, ``RenderStyle.azimuth``); ``working`` (a :class:`~kinemesh.data.meshes.WorkingMesh`)
     maps the sequence back to the input file's vertex count and order (``order``: the working vertex of each
     of the welded parts' vertices, :func:`~kinemesh.materials.objects.welded_object`)."""
     from kinemesh.atomic import atomic_dir
@@ -197,17 +189,17 @@ def _run_case(obj, assignment, cfg, out: Path, video: bool, working=None, order=
         (tmp / "scene.xml").write_text(result.scene_xml)
         for name, blob in result.scene_files.items():
             (tmp / name).write_bytes(blob)
-        if video:
+        if video is not None:
             from kinemesh.viz.render import RenderStyle, render_frames
 
             seq = result.sequence
             render_frames(seq.frames, seq.faces, tmp / "video.mp4", fps=cfg.fps, part_ids=seq.part_ids,
-                          style=RenderStyle(azimuth=front_turn(obj)))
+                          style=RenderStyle(azimuth=video))
     rep = result.report
     extra = ", ".join(f"{k} {rep[k]:.4g}" for k in ("bounce_height_m", "slide_distance_m", "peak_deformation",
                                                     "final_displacement_m", "total_mass_kg") if k in rep)
     print(f"{cfg.case}: {extra}")
-    print(f"  wrote {out}/ (sequence.npz, materials.json, report.json, scene.xml{', video.mp4' if video else ''})")
+    print(f"  wrote {out}/ (sequence.npz, materials.json, report.json, scene.xml{'' if video is None else ', video.mp4'})")
 
 
 def _print_library() -> None:

@@ -214,11 +214,9 @@ class ArticulatedObject:
         f = float(factor)
         if not np.isfinite(f) or f <= 0:
             raise KinemeshError(f"{self.name}: scale factor must be positive and finite, got {factor}")
-        parts = [Part(p.name, p.vertices * f, p.faces.copy(), p.label) for p in self.parts]
-        joints = [Joint(j.name, j.type, j.parent, j.child, j.axis.copy(), j.origin * f,
-                        None if j.limits is None else
-                        (j.limits[0] * f, j.limits[1] * f) if j.type == "prismatic" else tuple(j.limits))
-                  for j in self.joints]
+        parts = [replace(p, vertices=p.vertices * f) for p in self.parts]
+        joints = [replace(j, origin=j.origin * f, limits=(j.limits[0] * f, j.limits[1] * f)
+                          if j.type == "prismatic" and j.limits is not None else j.limits) for j in self.joints]
         return replace(self, parts=parts, joints=joints, meta=dict(self.meta))
 
     def open_values(self, fraction: float = 0.6) -> dict[str, float]:

@@ -101,6 +101,17 @@ def facing_turn(rest: np.ndarray, frames: np.ndarray, min_motion: float = 0.01, 
     return float((side + 30.0 - _VIEW_PRESETS[0][0] + 180.0) % 360.0 - 180.0)
 
 
+def opening_turn(obj, open_fraction: float = 0.6) -> float:
+    """:func:`facing_turn` of an articulated object (``kinemesh.data.articulated.ArticulatedObject``): its rest
+    pose against every joint opened to ``open_fraction`` of its range (``open_values``), so the camera faces
+    the side its doors and drawers open towards (a PartNet-Mobility microwave faces -x). 0 (the preset) for an
+    object without movable joints."""
+    if not obj.movable_joints:
+        return 0.0
+    rest = obj.merged(None)[0]
+    return facing_turn(rest, np.stack([rest, obj.merged(obj.open_values(open_fraction))[0]]))
+
+
 @dataclass
 class Camera:
     """A pinhole camera looking at ``target`` from ``eye`` (metres, world frame, +Z up)."""
