@@ -103,6 +103,16 @@ def test_training_from_a_samples_file_writes_loadable_predictors(tmp_path, fake_
         assert len(net.members) == 2 and net.config.width == 16 and net.config.layers == 1
 
 
+def test_ablation_0_trains_and_writes_the_pretrained_networks_alone(tmp_path, fake_gen):
+    common = dict(samples=str(tmp_path / "samples.npz"), n_finetune=1, n_pretrain=1, epochs_pre=1, epochs_ft=1,
+                  members=1, batch=8, width=16, layers=1, ablation=0)
+    info = art_train.train(str(tmp_path / "w"), art_train.TrainConfig(**common),
+                           PredictorConfig(n_part=8, n_shape=8, width=16, layers=1))
+    assert info["final_loss"]["ablation"] == [] and len(info["final_loss"]["finetune"]) == 1
+    assert load_predictor(tmp_path / "w").config.width == 16
+    assert not (tmp_path / "w" / "no_pretrain").exists()
+
+
 def test_merged_predictor_averages_every_member_and_refuses_other_sizes(tmp_path, fake_gen):
     from kinemesh.articulation.predictor import merge_predictors
     from kinemesh.errors import InputFileError

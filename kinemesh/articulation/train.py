@@ -71,6 +71,8 @@ class TrainConfig:
     # leaves the samples as they are, so two values give the run-to-run spread of one schedule
     width: int = 64  # PredictorConfig.width (token width)
     layers: int = 2  # PredictorConfig.layers (self-attention layers)
+    ablation: int = 1  # 1: also train the no-pretraining ablation (OUT/no_pretrain/, which --merge needs); 0: skip
+    # it (variants compared on validation only: the ablation costs as much as the fine-tuning)
 
 
 DATA_FIELDS = ("n_finetune", "n_pretrain", "n_assemblies_ft", "n_assemblies_pre", "n_augment", "n_augment_pre",
@@ -277,11 +279,13 @@ def train(out_dir: str, tc: TrainConfig, pc: PredictorConfig | None = None, read
         h_pre.append(_fit(net, pre_t, tc.epochs_pre, tc.batch, tc.lr, lambda o, b: pretrain_loss(o, b["valid"]),
                           rng, "pretrain" + tag))
         h_ft.append(_fit(net, ft_t, tc.epochs_ft, tc.batch, tc.lr, ft_loss, rng, "fine-tune" + tag))
-        abl = ArticulationNet(pc).to(dev)
-        abl.load_state_dict(init)
-        h_abl.append(_fit(abl, ft_t, tc.epochs_ft, tc.batch, tc.lr, ft_loss, rng, "fine-tune (no pretraining)" + tag))
         nets.append(net)
-        abls.append(abl)
+        if tc.ablation:
+            abl = ArticulationNet(pc).to(dev)
+            abl.load_state_dict(init)
+            h_abl.append(_fit(abl, ft_t, tc.epochs_ft, tc.batch, tc.lr, ft_loss, rng,
+                              "fine-tune (no pretraining)" + tag))
+            abls.append(abl)
     info = {
         "train_config": tc.__dict__, "holdout_categories": list(HOLDOUT_CATEGORIES), **summary,
         "pretrain_valid_rate": valid_rate, "total_seconds": round(time.time() - t0, 1),
@@ -294,7 +298,8 @@ def train(out_dir: str, tc: TrainConfig, pc: PredictorConfig | None = None, read
         return ms[0] if len(ms) == 1 else PredictorEnsemble(ms)
 
     save_predictor(pack(nets), out_dir, {**info, "variant": "pretrained+finetuned"})
-    save_predictor(pack(abls), f"{out_dir}/no_pretrain", {**info, "variant": "no pretraining (ablation)"})
+    if abls:
+        save_predictor(pack(abls), f"{out_dir}/no_pretrain", {**info, "variant": "no pretraining (ablation)"})
     return info
 
 
