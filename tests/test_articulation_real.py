@@ -112,15 +112,19 @@ def test_random_yaw_covers_quarter_turns_and_the_circle():
 
 
 def test_shipped_weights_score_a_tiny_real_like_object():
-    """The shipped predictor loads (a float16 safetensors ensemble of 27, under 10 MB) and articulates the -X
-    facing fixture: every part is scored, none is read as fixed, the screw cap's axis is vertical."""
+    """The shipped predictor loads (a float16 safetensors ensemble of 27 width-64 and 6 width-128 networks, 20
+    MB; its ablation the 27's, under 10 MB) and articulates the -X facing fixture: every part is scored, none is
+    read as fixed, the screw cap's axis is vertical."""
     from kinemesh.articulation.infer import articulate
     from kinemesh.articulation.predictor import DEFAULT_WEIGHTS, PredictorEnsemble, load_predictor
     from kinemesh.eval.articulation import _reroot_gt, _score, static_parts
 
     net = load_predictor(DEFAULT_WEIGHTS)
-    assert isinstance(net, PredictorEnsemble) and len(net.members) == 27
-    assert (DEFAULT_WEIGHTS / "model.safetensors").stat().st_size < 10e6
+    assert isinstance(net, PredictorEnsemble) and len(net.members) == 33
+    assert [m.config.width for m in net.members] == [64] * 27 + [128] * 6
+    assert (DEFAULT_WEIGHTS / "model.safetensors").stat().st_size < 21e6
+    assert len(load_predictor(DEFAULT_WEIGHTS / "no_pretrain").members) == 27
+    assert (DEFAULT_WEIGHTS / "no_pretrain" / "model.safetensors").stat().st_size < 10e6
     obj = _bottle_cabinet()
     static = static_parts(obj)
     assert "cap_helper" not in {p.name for p in static.parts} | {j.child for j in static.joints}

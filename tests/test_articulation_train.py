@@ -113,15 +113,17 @@ def test_ablation_0_trains_and_writes_the_pretrained_networks_alone(tmp_path, fa
     assert not (tmp_path / "w" / "no_pretrain").exists()
 
 
-def test_merged_predictor_averages_every_member_and_refuses_other_sizes(tmp_path, fake_gen):
+def test_merged_predictor_averages_every_member_and_refuses_other_inputs(tmp_path, fake_gen):
     from kinemesh.articulation.predictor import merge_predictors
     from kinemesh.errors import InputFileError
 
     folders = []
-    for name, seed, width in (("a", 0, 16), ("b", 5, 16), ("c", 0, 8)):
-        tc = art_train.TrainConfig(samples=str(tmp_path / "s.npz"), epochs_pre=1, epochs_ft=1, members=1 + (name == "b"),
-                                   batch=8, width=width, layers=1, net_seed=seed)
-        art_train.train(str(tmp_path / name), tc, PredictorConfig(n_part=8, n_shape=8, width=width, layers=1))
+    for name, seed, width, layers, n_part in (("a", 0, 16, 1, 8), ("b", 5, 16, 1, 8), ("c", 0, 8, 1, 6),
+                                              ("d", 1, 24, 2, 8)):
+        tc = art_train.TrainConfig(samples=str(tmp_path / f"s{n_part}.npz"), epochs_pre=1, epochs_ft=1,
+                                   members=1 + (name == "b"), batch=8, width=width, layers=layers, net_seed=seed)
+        art_train.train(str(tmp_path / name), tc, PredictorConfig(n_part=n_part, n_shape=8, width=width,
+                                                                  layers=layers))
         folders.append(tmp_path / name)
     merged = merge_predictors(folders[:2])
     assert len(merged.members) == 3
@@ -130,8 +132,18 @@ def test_merged_predictor_averages_every_member_and_refuses_other_sizes(tmp_path
     with torch.no_grad():
         expect = (a(pts, box)["type"] + 2 * b(pts, box)["type"]) / 3
         assert torch.allclose(merged(pts, box)["type"], expect, atol=1e-6)
-    with pytest.raises(InputFileError, match="width"):
+    with pytest.raises(InputFileError, match="n_part"):  # other inputs: refused
         merge_predictors([folders[0], folders[2]])
+    # other network sizes: one ensemble, written with each member's size and read back alike
+    mixed = merge_predictors([folders[0], folders[3]])
+    assert [m.config.width for m in mixed.members] == [16, 24] and mixed.members[1].config.layers == 2
+    assert art_train.main(["--merge", str(folders[0]), str(folders[3]), "--out", str(tmp_path / "mix")]) == 0
+    back = load_predictor(tmp_path / "mix")
+    assert [(m.config.width, m.config.layers) for m in back.members] == [(16, 1), (24, 2)]
+    with torch.no_grad():
+        d = load_predictor(folders[3])
+        assert torch.allclose(back(pts, box)["axis_cls"], (a(pts, box)["axis_cls"] + d(pts, box)["axis_cls"]) / 2,
+                              atol=1e-6)
     # the command line writes both ensembles, or nothing
     assert art_train.main(["--merge", str(folders[0]), str(folders[1]), "--out", str(tmp_path / "m")]) == 0
     assert len(load_predictor(tmp_path / "m" / "no_pretrain").members) == 3

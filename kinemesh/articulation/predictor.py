@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -239,10 +239,16 @@ def finetune_loss(out: dict, tg: dict, type_weight: torch.Tensor | None = None) 
     return total, {k: v.detach() for k, v in parts.items()}  # tensors: no device sync per training step
 
 
+NETWORK_FIELDS = ("width", "tokens", "layers", "heads", "fourier")
+"""The :class:`PredictorConfig` fields an ensemble's members may differ in (``member_sizes`` in config.json); the
+inputs (``n_part``, ``n_shape``, ``shape_uniform``) are the ensemble's, shared by every member."""
+
+
 class PredictorEnsemble(nn.Module):
-    """Several :class:`ArticulationNet` members trained alike from different seeds; the outputs (logits,
-    residuals, limits) are averaged, which steadies the axis-class and type decisions on shapes unlike the
-    training data. Same call signature and ``config`` as a single network."""
+    """Several :class:`ArticulationNet` members trained from different seeds (and recipes, and network sizes:
+    :data:`NETWORK_FIELDS`); the outputs (logits, residuals, limits) are averaged, which steadies the axis-class
+    and type decisions on shapes unlike the training data. Same call signature as a single network; ``config``
+    is the first member's (the inputs every member reads)."""
 
     def __init__(self, members: list[ArticulationNet]):
         super().__init__()
@@ -275,6 +281,9 @@ def save_predictor(net: ArticulationNet | PredictorEnsemble, folder: str | os.Pa
         cfg["extra"] = info
     if isinstance(net, PredictorEnsemble):
         cfg["members"] = len(net.members)
+        sizes = [{f: getattr(m.config, f) for f in NETWORK_FIELDS} for m in net.members]
+        if any(sz != sizes[0] for sz in sizes):  # members of several sizes: each one's own
+            cfg["member_sizes"] = sizes
     write_text(folder / "config.json", json.dumps(cfg, indent=2) + "\n")
     return folder
 
@@ -293,13 +302,17 @@ def load_predictor(folder: str | os.PathLike | None = None, device: str = "cpu")
     try:
         d = json.loads(cfg_path.read_text())
         n_members = int(d.pop("members", 0))
+        sizes = d.pop("member_sizes", None) or [{}] * n_members
         for k, v in REMOVED_OPTIONS.items():  # measured, not shipped, removed: only their "off" value loads
             if k in d and d.pop(k) != v:
                 raise ValueError(f"{k} = {v!r} is the only value this version supports (option removed)")
         cfg = PredictorConfig(**d)
+        if len(sizes) != n_members or any(set(sz) - set(NETWORK_FIELDS) for sz in sizes):
+            raise ValueError(f"member_sizes must give {n_members} members' {', '.join(NETWORK_FIELDS)}")
+        configs = [replace(cfg, **sz) for sz in sizes]
     except (ValueError, TypeError, AttributeError) as exc:
         raise InputFileError(cfg_path, f"invalid predictor config: {exc}") from None
-    net = PredictorEnsemble([ArticulationNet(cfg) for _ in range(n_members)]) if n_members else ArticulationNet(cfg)
+    net = PredictorEnsemble([ArticulationNet(c) for c in configs]) if n_members else ArticulationNet(cfg)
     try:
         net.load_state_dict(load_file(str(w_path)), strict=True)
     except (RuntimeError, OSError) as exc:
@@ -308,17 +321,18 @@ def load_predictor(folder: str | os.PathLike | None = None, device: str = "cpu")
 
 
 def merge_predictors(folders: list[str | os.PathLike]) -> PredictorEnsemble:
-    """One ensemble of every member of the predictors in ``folders`` (their networks must have the same
-    sizes; training provenance may differ). Raises InputFileError naming the first folder that does not fit."""
+    """One ensemble of every member of the predictors in ``folders``: their inputs must agree (the fields not
+    in :data:`NETWORK_FIELDS`), their network sizes and training provenance may differ. Raises InputFileError
+    naming the first folder that does not fit."""
     members, first = [], None
     for folder in folders:
         net = load_predictor(folder)
-        sizes = {k: v for k, v in asdict(net.config).items() if k != "extra"}
+        inputs = {k: v for k, v in asdict(net.config).items() if k != "extra" and k not in NETWORK_FIELDS}
         if first is None:
-            first = sizes
-        elif sizes != first:
-            diff = sorted(k for k in sizes if sizes[k] != first[k])
-            raise InputFileError(Path(folder), f"network sizes differ from {folders[0]} ({', '.join(diff)})")
+            first = inputs
+        elif inputs != first:
+            diff = sorted(k for k in inputs if inputs[k] != first[k])
+            raise InputFileError(Path(folder), f"network inputs differ from {folders[0]} ({', '.join(diff)})")
         members += list(net.members) if isinstance(net, PredictorEnsemble) else [net]
     return PredictorEnsemble(members)
 
