@@ -106,6 +106,8 @@ def test_training_from_a_samples_file_writes_loadable_predictors(tmp_path, fake_
 def test_ablation_0_trains_and_writes_the_pretrained_networks_alone(tmp_path, fake_gen):
     common = dict(samples=str(tmp_path / "samples.npz"), n_finetune=1, n_pretrain=1, epochs_pre=1, epochs_ft=1,
                   members=1, batch=8, width=16, layers=1, ablation=0)
+    (tmp_path / "w" / "no_pretrain").mkdir(parents=True)  # an earlier run's ablation: removed, not kept beside
+    (tmp_path / "w" / "no_pretrain" / "config.json").write_text("{}")
     info = art_train.train(str(tmp_path / "w"), art_train.TrainConfig(**common),
                            PredictorConfig(n_part=8, n_shape=8, width=16, layers=1))
     assert info["final_loss"]["ablation"] == [] and len(info["final_loss"]["finetune"]) == 1

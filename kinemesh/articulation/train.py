@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -300,6 +301,8 @@ def train(out_dir: str, tc: TrainConfig, pc: PredictorConfig | None = None, read
     save_predictor(pack(nets), out_dir, {**info, "variant": "pretrained+finetuned"})
     if abls:
         save_predictor(pack(abls), f"{out_dir}/no_pretrain", {**info, "variant": "no pretraining (ablation)"})
+    elif (Path(out_dir) / "no_pretrain" / "config.json").is_file():  # an earlier run's: not these networks'
+        shutil.rmtree(Path(out_dir) / "no_pretrain")
     return info
 
 
