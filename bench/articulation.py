@@ -1,12 +1,13 @@
 """Articulation inference time per object (target <= 1 s on 2 CPU cores).
 
-Run: ``python bench/articulation.py [--n 2] [--real data/real_train] [--n-real 12] [--out
+Run: ``python bench/articulation.py [--n 2] [--real data/real_train] [--n-real 12] [--baseline DIR] [--out
 bench/RESULTS_articulation.md]``. Times the predictor with and without the validity (opening direction) check,
 the heuristic baseline and the from-motion fit, on synthetic held-out objects, then the predictor with the
 validity check on real PartNet-Mobility objects (the first ``--n-real`` of the validation split of ``--real``,
 skipped when that folder is absent) with and without the part-box cache
-(``kinemesh.articulation.candidates.BOX_CACHE``), side by side per object; torch 1 thread. Prints a table and
-writes it as markdown.
+(``kinemesh.articulation.candidates.BOX_CACHE``), side by side per object, and, with ``--baseline DIR``, the
+shipped predictor against the predictor folder DIR (e.g. an earlier commit's weights), alternately on each real
+object; torch 1 thread. Prints a table and writes it as markdown.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def main(argv=None) -> int:
     ap.add_argument("--real", default="data/real_train",
                     help="folder of PartNet-Mobility objects ('' to skip)")
     ap.add_argument("--n-real", type=int, default=12, help="real validation objects timed")
+    ap.add_argument("--baseline", default="",
+                    help="predictor folder timed against the shipped one on the real objects (e.g. earlier weights)")
     ap.add_argument("--out", default="bench/RESULTS_articulation.md")
     a = ap.parse_args(argv)
     import torch
@@ -57,7 +60,8 @@ def main(argv=None) -> int:
             cpu[k].append(time.process_time() - c0)
     nparts = np.mean([len(o.parts) for o in objs])
     lines = ["# Articulation inference time", "",
-             f"Command: `python bench/articulation.py --n {a.n} --n-real {a.n_real}`; machine: "
+             f"Command: `python bench/articulation.py --n {a.n} --n-real {a.n_real}"
+             + (f" --baseline {a.baseline}" if a.baseline else "") + "`; machine: "
              f"{os.cpu_count()} CPU cores shared with other jobs (load average {os.getloadavg()[0]:.1f} at the "
              "end), no GPU, torch 1 thread, "
              f"{platform.python_version()}. {len(objs)} held-out synthetic objects ({a.categories}), "
@@ -68,6 +72,8 @@ def main(argv=None) -> int:
         lines.append(f"| {k} | {np.mean(rows[k]):.3f} | {np.max(rows[k]):.3f} | {np.mean(cpu[k]):.3f} |")
     if a.real and os.path.isdir(a.real):
         lines += _real_rows(a.real, a.n_real, net)
+        if a.baseline:
+            lines += _baseline_rows(a.real, a.n_real, net, a.baseline)
     text = "\n".join(lines) + "\n"
     print(text)
     write_text(a.out, text)
@@ -104,6 +110,36 @@ def _real_rows(folder: str, n: int, net) -> list[str]:
             "|---|---|---|---|",
             f"| on | {on.mean():.3f} | {on.max():.3f} | {np.mean(off / on):.2f}x |",
             f"| off | {off.mean():.3f} | {off.max():.3f} | |"]
+
+
+def _baseline_rows(folder: str, n: int, net, baseline: str) -> list[str]:
+    """Markdown lines: the predictor with the validity check on ``n`` real validation objects of ``folder``
+    through ``net`` and through the predictor folder ``baseline``, alternating on each object."""
+    from kinemesh.articulation import candidates
+    from kinemesh.articulation.infer import articulate
+    from kinemesh.articulation.predictor import load_predictor
+    from kinemesh.eval.articulation import load_real_objects, static_parts
+
+    base = load_predictor(baseline)
+    objs = [static_parts(o) for _, o in load_real_objects(folder, validation_only=True)[:n]]
+    cpu = {"shipped": [], "baseline": []}
+    for o in objs:
+        for name, w in (("shipped", net), ("baseline", base)):
+            candidates._BOXES.clear()
+            c0 = time.process_time()
+            articulate(o, net=w)
+            cpu[name].append(time.process_time() - c0)
+    a, b = np.array(cpu["shipped"]), np.array(cpu["baseline"])
+
+    def size(m):
+        return f"{len(getattr(m, 'members', [m]))} networks, {sum(p.numel() for p in m.parameters()) / 1e6:.1f} M"
+
+    return ["", f"Shipped predictor against `{baseline}` on the same {len(objs)} real objects, alternately, "
+            "predictor + validity check, CPU seconds per object:", "",
+            "| predictor | parameters | CPU s/object mean | max | ratio to the baseline (mean of per-object ratios) |",
+            "|---|---|---|---|---|",
+            f"| shipped | {size(net)} | {a.mean():.3f} | {a.max():.3f} | {np.mean(a / b):.2f}x |",
+            f"| baseline | {size(base)} | {b.mean():.3f} | {b.max():.3f} | |"]
 
 
 if __name__ == "__main__":
