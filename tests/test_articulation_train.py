@@ -113,6 +113,15 @@ def test_ablation_0_trains_and_writes_the_pretrained_networks_alone(tmp_path, fa
     assert info["final_loss"]["ablation"] == [] and len(info["final_loss"]["finetune"]) == 1
     assert load_predictor(tmp_path / "w").config.width == 16
     assert not (tmp_path / "w" / "no_pretrain").exists()
+    # such folders merge without ablations; with a folder that has one, the merge refuses and writes nothing
+    art_train.train(str(tmp_path / "w2"), art_train.TrainConfig(**{**common, "net_seed": 3}),
+                    PredictorConfig(n_part=8, n_shape=8, width=16, layers=1))
+    assert art_train.main(["--merge", str(tmp_path / "w"), str(tmp_path / "w2"), "--out", str(tmp_path / "m")]) == 0
+    assert len(load_predictor(tmp_path / "m").members) == 2 and not (tmp_path / "m" / "no_pretrain").exists()
+    art_train.train(str(tmp_path / "a"), art_train.TrainConfig(**{**common, "ablation": 1}),
+                    PredictorConfig(n_part=8, n_shape=8, width=16, layers=1))
+    assert art_train.main(["--merge", str(tmp_path / "a"), str(tmp_path / "w"), "--out", str(tmp_path / "bad")]) == 2
+    assert not (tmp_path / "bad").exists()
 
 
 def test_merged_predictor_averages_every_member_and_refuses_other_inputs(tmp_path, fake_gen):

@@ -314,7 +314,7 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--merge", nargs="+", metavar="FOLDER",
                     help="write one ensemble of the members of these predictor folders (and of their no_pretrain/ "
-                         "ablations) to --out instead of training")
+                         "ablations, when every folder has one) to --out instead of training")
     ap.add_argument("--float16", action="store_true",
                     help="with --merge: store the weights as float16 (half the size)")
     ap.add_argument("--samples-only", action="store_true",
@@ -331,14 +331,25 @@ def main(argv=None) -> int:
             cfg = json.loads((Path(folder) / "config.json").read_text())
             return {"folder": str(folder), "members": cfg.get("members", 1), "extra": cfg.get("extra", {})}
 
+        # the ablations are merged too when every folder has one; folders trained with --ablation 0 have none
+        with_abl = [(Path(f) / "no_pretrain" / "config.json").is_file() for f in a.merge]
         try:  # both ensembles are built before anything is written
-            nets = (merge_predictors(a.merge), merge_predictors([Path(f) / "no_pretrain" for f in a.merge]))
+            if any(with_abl) and not all(with_abl):
+                raise InputFileError(Path(a.merge[with_abl.index(False)]) / "no_pretrain",
+                                     "missing, while other folders have their ablation (merge all or none)")
+            nets = (merge_predictors(a.merge),
+                    merge_predictors([Path(f) / "no_pretrain" for f in a.merge]) if all(with_abl) else None)
         except InputFileError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         info = {"variant": "merged ensemble", "merged_from": [provenance(f) for f in a.merge]}
         dtype = torch.float16 if a.float16 else torch.float32
         save_predictor(nets[0], a.out, info, dtype)
+        if nets[1] is None:
+            if (Path(a.out) / "no_pretrain" / "config.json").is_file():  # an earlier merge's: not these networks'
+                shutil.rmtree(Path(a.out) / "no_pretrain")
+            print(f"wrote {a.out} (no ablations to merge)")
+            return 0
         info_abl = {"variant": "merged ensemble (no pretraining ablations)",
                     "merged_from": [provenance(Path(f) / "no_pretrain") for f in a.merge]}
         save_predictor(nets[1], f"{a.out}/no_pretrain", info_abl, dtype)
