@@ -71,37 +71,48 @@ def main(argv=None) -> int:
     for k in rows:
         lines.append(f"| {k} | {np.mean(rows[k]):.3f} | {np.max(rows[k]):.3f} | {np.mean(cpu[k]):.3f} |")
     if a.real and os.path.isdir(a.real):
-        lines += _real_rows(a.real, a.n_real, net)
+        from kinemesh.eval.articulation import load_real_objects, static_parts
+
+        real = [static_parts(o) for _, o in load_real_objects(a.real, validation_only=True)[:a.n_real]]
+        lines += _real_rows(real, a.real, net)
         if a.baseline:
-            lines += _baseline_rows(a.real, a.n_real, net, a.baseline)
+            lines += _baseline_rows(real, net, a.baseline)
     text = "\n".join(lines) + "\n"
     print(text)
     write_text(a.out, text)
     return 0
 
 
-def _real_rows(folder: str, n: int, net) -> list[str]:
-    """Markdown lines: the predictor with the validity check on ``n`` real validation objects of ``folder``,
-    the part-box cache on (emptied before each object, as for one ``kinemesh articulate``) and off,
-    alternating."""
+def _alternate(objs: list, runs: dict) -> dict:
+    """CPU seconds of ``articulate`` on each object in ``objs`` for each named setting in ``runs`` (name ->
+    (net, part-box cache size)), the settings run one after the other on each object so a change of the shared
+    machine's load falls on all of them; the box cache is emptied before each, as for one ``kinemesh
+    articulate``."""
     from kinemesh.articulation import candidates
     from kinemesh.articulation.infer import articulate
-    from kinemesh.eval.articulation import load_real_objects, static_parts
 
-    objs = [static_parts(o) for _, o in load_real_objects(folder, validation_only=True)[:n]]
     keep = candidates.BOX_CACHE
-    cpu = {"on": [], "off": []}
+    cpu = {k: [] for k in runs}
     try:
         for o in objs:
-            for mode in ("on", "off"):
-                candidates.BOX_CACHE = keep if mode == "on" else 0
+            for name, (net, cache) in runs.items():
+                candidates.BOX_CACHE = cache
                 candidates._BOXES.clear()
                 c0 = time.process_time()
                 articulate(o, net=net)
-                cpu[mode].append(time.process_time() - c0)
+                cpu[name].append(time.process_time() - c0)
     finally:
         candidates.BOX_CACHE = keep
-    on, off = np.array(cpu["on"]), np.array(cpu["off"])
+    return {k: np.array(v) for k, v in cpu.items()}
+
+
+def _real_rows(objs: list, folder: str, net) -> list[str]:
+    """Markdown lines: the predictor with the validity check on the real validation objects ``objs`` (the first
+    of ``folder``'s), the part-box cache on and off, alternating."""
+    from kinemesh.articulation import candidates
+
+    cpu = _alternate(objs, {"on": (net, candidates.BOX_CACHE), "off": (net, 0)})
+    on, off = cpu["on"], cpu["off"]
     nparts = np.mean([len(o.parts) for o in objs])
     return ["", f"Real objects: the first {len(objs)} of the validation split of `{folder}` ({nparts:.1f} "
             "parts on average), predictor + validity check, CPU seconds per object, the part-box cache on and "
@@ -112,24 +123,15 @@ def _real_rows(folder: str, n: int, net) -> list[str]:
             f"| off | {off.mean():.3f} | {off.max():.3f} | |"]
 
 
-def _baseline_rows(folder: str, n: int, net, baseline: str) -> list[str]:
-    """Markdown lines: the predictor with the validity check on ``n`` real validation objects of ``folder``
-    through ``net`` and through the predictor folder ``baseline``, alternating on each object."""
+def _baseline_rows(objs: list, net, baseline: str) -> list[str]:
+    """Markdown lines: the predictor with the validity check on the real objects ``objs`` through ``net`` and
+    through the predictor folder ``baseline``, alternating on each object."""
     from kinemesh.articulation import candidates
-    from kinemesh.articulation.infer import articulate
     from kinemesh.articulation.predictor import load_predictor
-    from kinemesh.eval.articulation import load_real_objects, static_parts
 
     base = load_predictor(baseline)
-    objs = [static_parts(o) for _, o in load_real_objects(folder, validation_only=True)[:n]]
-    cpu = {"shipped": [], "baseline": []}
-    for o in objs:
-        for name, w in (("shipped", net), ("baseline", base)):
-            candidates._BOXES.clear()
-            c0 = time.process_time()
-            articulate(o, net=w)
-            cpu[name].append(time.process_time() - c0)
-    a, b = np.array(cpu["shipped"]), np.array(cpu["baseline"])
+    cpu = _alternate(objs, {"shipped": (net, candidates.BOX_CACHE), "baseline": (base, candidates.BOX_CACHE)})
+    a, b = cpu["shipped"], cpu["baseline"]
 
     def size(m):
         return f"{len(getattr(m, 'members', [m]))} networks, {sum(p.numel() for p in m.parameters()) / 1e6:.1f} M"

@@ -5,7 +5,8 @@
 # size (1.3 M parameters); paper is NeuROK-sized (width 512, 64 tokens, 6 + 6 layers), meant for GPUs.
 #   1. data, on the CPU machine (about 2 min on 2 cores, 20 MB: small enough to travel to a GPU machine):
 #        STAGE=data bash scripts/train_presets.sh
-#   2. train and score, on a GPU machine carrying runs/presets (it needs torch, numpy, scipy and tqdm only):
+#   2. train and score, on a GPU machine carrying runs/presets (it needs torch, numpy, scipy, tqdm and
+#      matplotlib only):
 #        DEVICE=cuda MINUTES=4 bash scripts/train_presets.sh OUT
 # Usage: [STAGE=data|train] [DEVICE=cpu|cuda] [MINUTES=4] [PRESETS="cpu-small paper"] [MAX_INSTANCES=24]
 #        bash scripts/train_presets.sh [OUT]      (OUT: the scores and logs; default runs/presets/out)
@@ -23,16 +24,24 @@ if [ ! -f "$DATA/manifest.jsonl" ]; then
   exit 2
 fi
 mkdir -p "$OUTD"
+: > "$OUTD/summary.txt"
 failed=0
 for p in $PRESETS; do
   extra=""; [ "$p" = paper ] && [ "$DEVICE" = cuda ] && extra="--bf16"
   t0=$(date +%s)
-  "$PY" -m kinemesh.cli train --data "$DATA" --preset "$p" --device "$DEVICE" --out "runs/presets/$p" \
-    --minutes "$MINUTES" --no-progress --no-calibrate $extra > "$OUTD/train_$p.log" 2>&1 || failed=1
-  "$PY" -m kinemesh.cli eval model --data "$DATA" --checkpoint "runs/presets/$p" --device "$DEVICE" \
-    --max-instances "${MAX_INSTANCES:-24}" --out "$OUTD/eval_$p.json" > "$OUTD/eval_$p.log" 2>&1 || failed=1
-  echo "== $p: $(( $(date +%s) - t0 )) s on $DEVICE"
-  tail -n 1 "runs/presets/$p/log.csv" 2>/dev/null | awk -F, '{print "   step " $1 ", pairs " $2 ", pairs/s " $12}'
-  grep -E "^\| (kind|all|articulated|elastic|cloth) " "$OUTD/eval_$p.log" | head -5
-done | tee "$OUTD/summary.txt"
+  rm -rf "runs/presets/$p"  # this script's own run folder: a fresh run each time (train refuses a used one)
+  status="ok"
+  if ! "$PY" -m kinemesh.cli train --data "$DATA" --preset "$p" --device "$DEVICE" --out "runs/presets/$p" \
+      --minutes "$MINUTES" --no-progress --no-calibrate $extra > "$OUTD/train_$p.log" 2>&1; then
+    status="training failed: see $OUTD/train_$p.log"; failed=1
+  elif ! "$PY" -m kinemesh.cli eval model --data "$DATA" --checkpoint "runs/presets/$p" --device "$DEVICE" \
+      --max-instances "${MAX_INSTANCES:-24}" --out "$OUTD/eval_$p.json" > "$OUTD/eval_$p.log" 2>&1; then
+    status="scoring failed: see $OUTD/eval_$p.log"; failed=1
+  fi
+  {  # a group, not a pipeline around the loop: failed must stay in this shell
+    echo "== $p: $(( $(date +%s) - t0 )) s on $DEVICE, $status"
+    tail -n 1 "runs/presets/$p/log.csv" 2>/dev/null | awk -F, '{print "   step " $1 ", pairs " $2 ", pairs/s " $12}'
+    grep -E "^\| (kind|all|articulated|elastic|cloth) " "$OUTD/eval_$p.log" 2>/dev/null | head -5
+  } | tee -a "$OUTD/summary.txt"
+done
 exit "$failed"

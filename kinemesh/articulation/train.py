@@ -301,9 +301,16 @@ def train(out_dir: str, tc: TrainConfig, pc: PredictorConfig | None = None, read
     save_predictor(pack(nets), out_dir, {**info, "variant": "pretrained+finetuned"})
     if abls:
         save_predictor(pack(abls), f"{out_dir}/no_pretrain", {**info, "variant": "no pretraining (ablation)"})
-    elif (Path(out_dir) / "no_pretrain" / "config.json").is_file():  # an earlier run's: not these networks'
-        shutil.rmtree(Path(out_dir) / "no_pretrain")
+    else:
+        _drop_stale_ablation(out_dir)
     return info
+
+
+def _drop_stale_ablation(out_dir) -> None:
+    """Remove ``out_dir/no_pretrain/`` when a run or merge that writes no ablation reuses ``out_dir``: it would be
+    an earlier run's, not these networks' (and ``--merge`` would take it for theirs)."""
+    if (Path(out_dir) / "no_pretrain" / "config.json").is_file():
+        shutil.rmtree(Path(out_dir) / "no_pretrain")
 
 
 def main(argv=None) -> int:
@@ -346,8 +353,7 @@ def main(argv=None) -> int:
         dtype = torch.float16 if a.float16 else torch.float32
         save_predictor(nets[0], a.out, info, dtype)
         if nets[1] is None:
-            if (Path(a.out) / "no_pretrain" / "config.json").is_file():  # an earlier merge's: not these networks'
-                shutil.rmtree(Path(a.out) / "no_pretrain")
+            _drop_stale_ablation(a.out)
             print(f"wrote {a.out} (no ablations to merge)")
             return 0
         info_abl = {"variant": "merged ensemble (no pretraining ablations)",
