@@ -282,7 +282,8 @@ def _limits_in_contact(parts, preds, size: float, seed: int = 0) -> None:
     (:func:`contact_limit`) or, if later, once the part has passed the parent's extent along the slide (a drawer
     clear of its carcass's walls, touching only the front frame, is held until it has slid out). Parts that do
     not touch their parent at rest (closest approach beyond ``CONTACT_TOL`` x size) keep their limits, and so do
-    joints of types not in ``LIMIT_TYPES``.
+    joints of types not in ``LIMIT_TYPES``. (Collisions on the closing side are cut at export,
+    :func:`kinemesh.articulation.export.collision_free_limits`; this step keeps parts on their parents.)
 
     Why: the network's travel, and the shape rules' (``SLIDE_OUT``), are guesses that can carry a part off its
     parent: on the real validation split 7 of the 112 predicted joints (6 slides, a hinge) left their parent by
