@@ -283,3 +283,22 @@ def test_attachment_is_scored_between_joined_parts():
     assert model.attachment(v2, slid[None], pid2, 3.0, [(0, 1)], faces=f2)[0] == 1.0
     slid[pid2 == 1] += [0.0, 0.0, 0.1]
     assert model.attachment(v2, slid[None], pid2, 3.0, [(0, 1)], faces=f2)[0] == 0.0
+
+
+def test_attachment_allows_the_gap_of_the_asked_pose():
+    """A drawer touching its carcass only at the front frame (clear of the walls inside) leaves that frame as soon
+    as it slides: pulled out along its true joint it is detached by the rest gap alone, attached when the asked
+    pose (the same slide) is the reference; pulled further sideways than the asked pose it is detached again."""
+    from tests.toys import box, merge_meshes
+
+    # carcass: a frame plate at x = 1.0 (the front), the drawer's front panel just outside it at x in [1.0, 1.02],
+    # its body 0.1 clear inside; size 1 (tolerance 0.02)
+    v, f = merge_meshes(box([0.9, -0.5, -0.5], [1.0, 0.5, 0.5]), box([1.0, -0.4, -0.4], [1.02, 0.4, 0.4]))
+    pid = np.repeat([0, 1], 8)
+    pulled = v.copy()
+    pulled[pid == 1] += [0.3, 0.0, 0.0]  # the asked pose: 0.3 out along the slide
+    assert model.attachment(v, pulled[None], pid, 1.0, [(0, 1)], faces=f)[0] == 0.0
+    assert model.attachment(v, pulled[None], pid, 1.0, [(0, 1)], faces=f, reference=pulled)[0] == 1.0
+    further = pulled.copy()
+    further[pid == 1] += [0.1, 0.0, 0.0]
+    assert model.attachment(v, further[None], pid, 1.0, [(0, 1)], faces=f, reference=pulled)[0] == 0.0

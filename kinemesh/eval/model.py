@@ -66,7 +66,8 @@ def surface_area(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
     return 0.5 * np.linalg.norm(np.cross(t[..., 1, :] - t[..., 0, :], t[..., 2, :] - t[..., 0, :]), axis=-1).sum(-1)
 
 
-def attachment(rest: np.ndarray, posed: np.ndarray, part_ids: np.ndarray, size: float, joined=None, faces=None):
+def attachment(rest: np.ndarray, posed: np.ndarray, part_ids: np.ndarray, size: float, joined=None, faces=None,
+               reference: np.ndarray | None = None):
     """(fraction of touching part pairs that stay attached, mean gap increase / size) over posed (S, N, 3).
 
     ``joined``: only these (a, b) part pairs (the parts a joint connects, ``kinemesh.eval.real.joint_pairs``)
@@ -74,7 +75,10 @@ def attachment(rest: np.ndarray, posed: np.ndarray, part_ids: np.ndarray, size: 
     doors meeting at a seam, then count as detached when one opens). ``faces`` (M, 3): gaps between the parts'
     surfaces (``SURFACE_POINTS`` points per part, carried by the posed triangles) instead of their vertices: a
     drawer sliding along its runner on a coarse mesh moves its vertices away from the carcass's vertices while
-    the surfaces still touch."""
+    the surfaces still touch. ``reference`` (N, 3): a pose the parts are asked to reach (a drag's target: the part
+    moved along its true joint); a pair's gap may then grow up to the larger of its rest gap and its gap in that
+    pose (+ ``ATTACH_TOL``), so the asked motion itself counts as attached (a real drawer, clear of its carcass's
+    walls inside, leaves the front frame it touches at rest as soon as it slides)."""
     from scipy.spatial import cKDTree
 
     if faces is not None:
@@ -86,6 +90,8 @@ def attachment(rest: np.ndarray, posed: np.ndarray, part_ids: np.ndarray, size: 
         _, fid, bary = sample_surface(rest, f, n, seed=0, face_groups=groups, min_per_group=SURFACE_POINTS)
         rest, part_ids = points_from_barycentric(rest, f, fid, bary), groups[fid]
         posed = np.stack([points_from_barycentric(p, f, fid, bary) for p in posed])
+        if reference is not None:
+            reference = points_from_barycentric(reference, f, fid, bary)
     ids = [i for i in np.unique(part_ids) if i >= 0]
     allowed = None if joined is None else {tuple(sorted(map(int, p))) for p in joined}
     pairs = []
@@ -101,6 +107,8 @@ def attachment(rest: np.ndarray, posed: np.ndarray, part_ids: np.ndarray, size: 
     ok, inc = [], []
     for a, b in pairs:
         d0 = cKDTree(rest[part_ids == a]).query(rest[part_ids == b])[0].min()
+        if reference is not None:
+            d0 = max(d0, cKDTree(reference[part_ids == a]).query(reference[part_ids == b])[0].min())
         for pv in posed:
             d = cKDTree(pv[part_ids == a]).query(pv[part_ids == b])[0].min()
             inc.append(max(d - d0, 0.0) / size)

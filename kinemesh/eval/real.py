@@ -13,8 +13,9 @@ PartNet-Mobility input, with its base part held: ``SimulationSpec.fixed_base``).
   motion of the part's best-fit rigid motion (Kabsch) along the asked one (angle about the true axis, or
   translation along it) / the asked motion; ``rest_motion`` = mean displacement of the other vertices / the
   object's size (longest side of its rest bounding box); ``attached`` = every pair of parts a joint connects
-  that touch at rest stays within 2% of the size, measured between their surfaces
-  (``kinemesh.eval.model.attachment`` on ``joint_pairs``: two
+  that touch at rest stays within 2% of the size of its gap at rest or, if larger, in the asked pose (the part
+  moved along its true joint: a real drawer, clear of its carcass inside, leaves the frame it touches at rest
+  as it slides), measured between their surfaces (``kinemesh.eval.model.attachment`` on ``joint_pairs``: two
   doors meeting at a seam are not joined, and one opening leaves the other) and every connected component stays
   on its part's rigid motion within 2% of the size;
 - prior samples z ~ the kind's calibrated prior, decoded two ways: by the network itself ("prior", the raw
@@ -258,7 +259,10 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
         rel = v[moving] - o
         radial = np.linalg.norm(rel - np.outer(rel @ a, a), axis=1)
         vid = int(np.flatnonzero(moving)[np.argmax(radial)])
-        target = (j.motion(asked)[:3, :3] @ v[vid] + j.motion(asked)[:3, 3])
+        T = j.motion(asked)
+        target = T[:3, :3] @ v[vid] + T[:3, 3]
+        asked_pose = v.copy()  # the object as the drag asks for it: the part along its true joint
+        asked_pose[moving] = v[moving] @ T[:3, :3].T + T[:3, 3]
         spec = SimulationSpec(kind=b.kind, frames=cfg.frames, drag_vertex=vid, drag_to=tuple(target), hold=True,
                               seed=cfg.seed, joints=not cfg.free_parts, gravity=cfg.gravity,
                               limit_stops=joints_from == "given")  # as kinemesh simulate on a URDF
@@ -279,7 +283,7 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
             "joint": j.name, "type": j.type, "asked": asked, "vertex": vid,
             "follow": followed(v[moving], last[moving], j, asked),
             "rest_motion": float(np.linalg.norm(last[~moving] - v[~moving], axis=1).mean() / size),
-            "parts_attached": attachment(v, last[None], pid, size, joined, f)[0],
+            "parts_attached": attachment(v, last[None], pid, size, joined, f, reference=asked_pose)[0],
             "component_offset": component_detachment(v, last, pid, comps, size),
             "dragged_vertex_error": float(np.linalg.norm(last[vid] - target) / size)})
         d = row["drags"][-1]
