@@ -247,6 +247,34 @@ def test_drag_metrics_on_known_motions():
     assert s["follow_share"] == 0.5 and s["rest_motion"] == pytest.approx(0.02) and s["attached"] == 0.5
 
 
+def test_the_drag_test_drags_the_part_itself_not_the_last_link_of_its_chain():
+    """A stapler-like chain: an arm hinged on the base and a longer arm hinged on its end. The first joint's drag
+    takes the vertex of the first arm farthest from its hinge (the second arm's tip is farther: dragging it, the
+    drag reached it with the second arm's own joint), and its follow is read on the first arm alone."""
+    from kinemesh.data.articulated import ArticulatedObject, Joint, Part
+    from kinemesh.eval.real import drag_vertex, followed, own_mask, subtree_mask
+
+    parts = [Part("base", *box([0, 0, 0], [1, 0.2, 0.1])), Part("arm", *box([0, 0, 0.1], [0.5, 0.2, 0.15])),
+             Part("tip", *box([0.5, 0, 0.1], [1.5, 0.2, 0.15]))]
+    j1 = Joint("j1", "revolute", "base", "arm", (0, 1, 0), (0, 0, 0.1), (-1.0, 0.0))
+    j2 = Joint("j2", "revolute", "arm", "tip", (0, 1, 0), (0.5, 0, 0.1), (-1.0, 1.0))
+    obj = ArticulatedObject(parts, [j1, j2])
+    v, _, pid = obj.merged({})
+    names = [p.name for p in parts]
+    moving = subtree_mask(obj, pid, "arm", names)
+    own = own_mask(pid, "arm", names, moving)
+    assert np.array_equal(own, pid == 1) and moving.sum() > own.sum()
+    assert pid[drag_vertex(v, moving, j1)] == 2  # the subtree's farthest point is on the tip
+    vid = drag_vertex(v, own, j1)
+    assert pid[vid] == 1 and v[vid][0] == pytest.approx(0.5)
+    # the tip folded back by its own joint: the arm has not turned, whatever the subtree's best fit says
+    posed = obj.merged({"j2": -1.0})[0]
+    assert followed(v[own], posed[own], j1, -0.5) == pytest.approx(0.0, abs=1e-9)
+    assert abs(followed(v[moving], posed[moving], j1, -0.5)) > 0.1
+    # a part without vertices of its own falls back to its subtree
+    assert np.array_equal(own_mask(pid, "missing", names, moving), moving)
+
+
 def test_drag_joints_drag_a_screw_cap_once():
     """A screw cap (PartNet-Mobility: body -> prismatic -> helper link without geometry -> continuous -> cap) is one
     movable part: the drag test drags it along its turn only; a slide into a link without geometry that carries

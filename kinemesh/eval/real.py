@@ -4,14 +4,18 @@ Every object (a URDF / PartNet-Mobility folder) is bound to the model with its l
 (``kinemesh.geometry.segments``, ``kinemesh.reduce.bind``; articulated, as ``kinemesh simulate`` takes a URDF /
 PartNet-Mobility input, with its base part held: ``SimulationSpec.fixed_base``). Then:
 
-- drag test (issue 16): for every movable part (its joint, ``drag_joints``), the vertex of the moving part (the
-  joint's child and the parts below it) farthest from the TRUE axis is dragged along the true motion, 60 deg
+- drag test (issue 16): for every movable part (its joint, ``drag_joints``), the vertex of the part itself (the
+  joint's child with what is welded to it, not the parts below it: on a chain such as a stapler's two arms or a
+  robot arm, the farthest point of the whole subtree lies on the last link, and the drag, which moves the least
+  mass that reaches its target, reached it with the last link's own joint) farthest from the TRUE axis is
+  dragged along the true motion (the parts below it carried rigidly), 60 deg
   about the axis (or the joint's range if smaller), or 50% of a slide's travel, with the latent dynamics and a
   holding spring (the pipeline of ``kinemesh simulate --action drag --hold``, NeuROK Sec. 5.3; joints predicted
   from the object as ``kinemesh simulate`` loads it, ``predicted_full``; without gravity unless ``--gravity``).
   At the last frame: ``follow`` = the
-  motion of the part's best-fit rigid motion (Kabsch) along the asked one (angle about the true axis, or
-  translation along it) / the asked motion; ``rest_motion`` = mean displacement of the other vertices / the
+  motion of the part's own best-fit rigid motion (Kabsch) along the asked one (angle about the true axis, or
+  translation along it) / the asked motion; ``rest_motion`` = mean displacement of the vertices outside the
+  part and the parts it carries / the
   object's size (longest side of its rest bounding box); ``attached`` = every pair of parts a joint connects
   that touch at rest stays within 2% of the size of its gap at rest or, if larger, in the asked pose (the part
   moved along its true joint: a real drawer, clear of its carcass inside, leaves the frame it touches at rest
@@ -95,6 +99,23 @@ def subtree_mask(obj, part_ids: np.ndarray, child: str, part_names: list[str] | 
     names = set(subtree(parents, child))
     part_names = [p.name for p in obj.parts] if part_names is None else part_names
     return np.isin(part_ids, [i for i, n in enumerate(part_names) if n in names])
+
+
+def own_mask(part_ids: np.ndarray, child: str, part_names: list[str], moving: np.ndarray) -> np.ndarray:
+    """(N,) bool: the vertices of the part ``child`` itself (with what is welded to it: ``part_names`` are the
+    segmented object's parts), not the parts it carries; ``moving`` (its subtree, :func:`subtree_mask`) when it
+    has fewer than 3 vertices of its own (a link without geometry)."""
+    own = np.asarray(part_ids) == part_names.index(child) if child in part_names else moving
+    return own if own.sum() >= 3 else moving
+
+
+def drag_vertex(vertices: np.ndarray, mask: np.ndarray, joint) -> int:
+    """The vertex among ``mask`` farthest from the joint's axis line: the one the drag test drags."""
+    o = np.asarray(joint.origin, np.float64)
+    a = np.asarray(joint.axis, np.float64) / np.linalg.norm(joint.axis)
+    rel = np.asarray(vertices, np.float64)[mask] - o
+    radial = np.linalg.norm(rel - np.outer(rel @ a, a), axis=1)
+    return int(np.flatnonzero(mask)[np.argmax(radial)])
 
 
 def joint_pairs(obj, part_names: list[str]) -> list[tuple[int, int]]:
@@ -255,10 +276,8 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
         if moving.sum() < 3 or moving.all():
             continue
         asked = asked_motion(j)
-        o, a = np.asarray(j.origin, np.float64), np.asarray(j.axis, np.float64) / np.linalg.norm(j.axis)
-        rel = v[moving] - o
-        radial = np.linalg.norm(rel - np.outer(rel @ a, a), axis=1)
-        vid = int(np.flatnonzero(moving)[np.argmax(radial)])
+        own = own_mask(pid, j.child, wm.part_names, moving)
+        vid = drag_vertex(v, own, j)
         T = j.motion(asked)
         target = T[:3, :3] @ v[vid] + T[:3, 3]
         asked_pose = v.copy()  # the object as the drag asks for it: the part along its true joint
@@ -281,7 +300,7 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
         last = res.sequence.frames[-1].astype(np.float64)
         row["drags"].append({
             "joint": j.name, "type": j.type, "asked": asked, "vertex": vid,
-            "follow": followed(v[moving], last[moving], j, asked),
+            "follow": followed(v[own], last[own], j, asked),
             "rest_motion": float(np.linalg.norm(last[~moving] - v[~moving], axis=1).mean() / size),
             "parts_attached": attachment(v, last[None], pid, size, joined, f, reference=asked_pose)[0],
             "component_offset": component_detachment(v, last, pid, comps, size),
