@@ -94,14 +94,21 @@ def test_a_drawer_clear_of_its_carcass_walls_keeps_its_travel_until_it_has_slid_
     assert preds["drawer"].limits[1] == pytest.approx(0.37, abs=0.01)
 
 
-def test_a_door_on_its_hinge_and_a_part_touching_nothing_keep_their_limits():
+def test_hinges_keep_their_limits_and_so_does_a_part_touching_nothing(monkeypatch):
     carcass, drawer = _carcass_and_drawer()
     size = _size([carcass, drawer])
-    # the drawer as a flap hinged on its bottom front edge, which touches the carcass's floor: it keeps contact
-    hinge = (0.2, 0.0, -0.195)
-    preds = {"drawer": _pred("drawer", "carcass", "revolute", (0, 1, 0), hinge, (-1.5, 0.0))}
-    _limits_in_contact([carcass, drawer], preds, size)
-    assert preds["drawer"].limits == (-1.5, 0.0)
+    # the drawer as a flap hinged on its bottom front edge, which touches the carcass's floor: it keeps contact;
+    # hinged on a line 10 cm in front of it, it swings away from the carcass
+    on_edge = _pred("drawer", "carcass", "revolute", (0, 1, 0), (0.2, 0.0, -0.195), (-1.5, 0.0))
+    off = _pred("drawer", "carcass", "revolute", (0, 1, 0), (0.3, 0.0, -0.195), (-1.5, 0.0))
+    _limits_in_contact([carcass, drawer], {"drawer": off}, size)
+    assert off.limits == (-1.5, 0.0)  # hinges are not in LIMIT_TYPES: their limits stay whatever they do
+    monkeypatch.setattr(infer, "LIMIT_TYPES", ("prismatic", "revolute"))
+    _limits_in_contact([carcass, drawer], {"drawer": on_edge}, size)
+    assert on_edge.limits == (-1.5, 0.0)
+    _limits_in_contact([carcass, drawer], {"drawer": off}, size)
+    assert -1.2 < off.limits[0] < -0.1 and off.limits[1] == 0.0  # with hinges included, the off line is cut
+    monkeypatch.undo()
     body, cap = _bottle_and_cap()
     cap = Part("cap", cap.vertices + np.array([0.0, 0.0, 0.1]), cap.faces, "cap")  # floating 10 cm above
     preds = {"cap": _pred("cap", "body", "prismatic", (0, 0, 1), (0, 0, 0.27), (0.0, 0.25))}
