@@ -49,17 +49,27 @@ def _size(parts):
     return float(np.ptp(v, axis=0).max())
 
 
-def test_a_cap_read_as_sliding_far_up_stops_where_it_leaves_the_bottle():
-    body, cap = _bottle_and_cap()
+def _scaled(part: Part, k: float) -> Part:
+    return Part(part.name, part.vertices * k, part.faces, part.label)
+
+
+@pytest.mark.parametrize("scale", [1.0, 6.0])
+def test_a_cap_read_as_sliding_far_up_stops_where_it_leaves_the_bottle(scale):
+    from kinemesh.dynamics.joints import CLOSED_LIMIT
+
+    body, cap = (_scaled(p, scale) for p in _bottle_and_cap())
     size = _size([body, cap])
-    preds = {"cap": _pred("cap", "body", "prismatic", (0, 0, 1), (0, 0, 0.17), (-0.02, 0.25))}
+    preds = {"cap": _pred("cap", "body", "prismatic", (0, 0, 1), (0, 0, 0.17 * scale), (-0.02, 1.5 * scale))}
     _limits_in_contact([body, cap], preds, size)
     lo, hi = preds["cap"].limits
     # lifted, the cap's gap to the bottle grows 1:1 with the slide: it stops at LIMIT_GAP x size (within the
-    # spacing of the surface samples); pushed into the bottle it never leaves it, so that side is kept
-    assert hi == pytest.approx(infer.LIMIT_GAP * size, abs=0.01)
+    # spacing of the surface samples), but never nearer rest than 1.5 x the dynamics' closed-stop distance (the
+    # 0.34 m bottle: 5 mm -> 15 mm; the 2 m one: 31 mm); pushed into the bottle it never leaves it: kept
+    keep = 1.5 * CLOSED_LIMIT[1]
+    assert hi == pytest.approx(max(infer.LIMIT_GAP * size, keep), abs=0.01 * scale)
+    assert (hi == keep) == (scale == 1.0)
     assert lo == pytest.approx(-0.02)
-    assert preds["cap"].info["limits_before_contact"] == pytest.approx([-0.02, 0.25])
+    assert preds["cap"].info["limits_before_contact"] == pytest.approx([-0.02, 1.5 * scale])
 
 
 def test_a_drawer_keeps_the_travel_that_leaves_it_in_its_carcass_and_loses_the_rest():

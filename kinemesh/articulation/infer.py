@@ -280,7 +280,8 @@ def _limits_in_contact(parts, preds, size: float, seed: int = 0) -> None:
     """Shorten a predicted slide's limits to where its part would leave its parent: on each side of the rest pose,
     the slide ends once the part's surface gap to the parent has grown by ``LIMIT_GAP`` x the object size
     (:func:`contact_limit`) or, if later, once the part has passed the parent's extent along the slide (a drawer
-    clear of its carcass's walls, touching only the front frame, is held until it has slid out). Parts that do
+    clear of its carcass's walls, touching only the front frame, is held until it has slid out), and never nearer
+    rest than 1.5 x the dynamics' closed-stop distance (``kinemesh.dynamics.joints.CLOSED_LIMIT``). Parts that do
     not touch their parent at rest (closest approach beyond ``CONTACT_TOL`` x size) keep their limits, and so do
     joints of types not in ``LIMIT_TYPES``. (Collisions on the closing side are cut at export,
     :func:`kinemesh.articulation.export.collision_free_limits`; this step keeps parts on their parents.)
@@ -299,6 +300,8 @@ def _limits_in_contact(parts, preds, size: float, seed: int = 0) -> None:
     cutting it (a dishwasher door's swing cut from 70 to 27 deg) made that door's drag follow less (0.96 -> 0.82)
     and move the rest of the object by 16 % of its size. The limits are exported (``kinemesh articulate``'s URDF)
     and bound the prior samples; drags are not stopped by predicted limits far from rest."""
+    from kinemesh.dynamics.joints import CLOSED_LIMIT
+
     by = {p.name: p for p in parts}
     tol = LIMIT_GAP * size
     for pr in preds.values():
@@ -314,9 +317,13 @@ def _limits_in_contact(parts, preds, size: float, seed: int = 0) -> None:
         # how far the part slides each way before it has passed its parent's extent along the axis (a drawer
         # inside its carcass, clear of the walls, is held until it has slid out of it)
         inside = {-1.0: min(float(r.min() - s.max()), 0.0), 1.0: max(float(r.max() - s.min()), 0.0)}
+        # never shorter than 1.5 x the dynamics' closed-stop distance: a limit that near rest is a stop in drags
+        # (``CLOSED_LIMIT``: a drawer at its back), and a shortened opening side must not become one (a small
+        # pot's lid, cut to a few millimetres, would no longer lift when dragged)
+        keep = 1.5 * CLOSED_LIMIT[0 if pr.type == "revolute" else 1]
         new = tuple(0.0 if x == 0 else float(np.sign(x)) * min(abs(x), max(
-            abs(contact_limit(pts, ref, pr.type, pr.axis, pr.origin, x, tol)), abs(inside[float(np.sign(x))])))
-            for x in (lo, hi))
+            abs(contact_limit(pts, ref, pr.type, pr.axis, pr.origin, x, tol)), abs(inside[float(np.sign(x))]),
+            keep)) for x in (lo, hi))
         if new != (lo, hi):
             pr.info["limits_before_contact"] = [lo, hi]
             pr.limits = new
