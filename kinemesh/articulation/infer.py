@@ -314,16 +314,21 @@ def _limits_in_contact(parts, preds, size: float, seed: int = 0) -> None:
         lo, hi = (float(x) for x in pr.limits)
         a = np.asarray(pr.axis, float) / np.linalg.norm(pr.axis)
         s, r = pts @ a, ref @ a
-        # how far the part slides each way before it has passed its parent's extent along the axis (a drawer
-        # inside its carcass, clear of the walls, is held until it has slid out of it)
-        inside = {-1.0: min(float(r.min() - s.max()), 0.0), 1.0: max(float(r.max() - s.min()), 0.0)}
         # never shorter than 1.5 x the dynamics' closed-stop distance: a limit that near rest is a stop in drags
         # (``CLOSED_LIMIT``: a drawer at its back), and a shortened opening side must not become one (a small
         # pot's lid, cut to a few millimetres, would no longer lift when dragged)
         keep = 1.5 * CLOSED_LIMIT[0 if pr.type == "revolute" else 1]
-        new = tuple(0.0 if x == 0 else float(np.sign(x)) * min(abs(x), max(
-            abs(contact_limit(pts, ref, pr.type, pr.axis, pr.origin, x, tol)), abs(inside[float(np.sign(x))]),
-            keep)) for x in (lo, hi))
+        new = []
+        for x in (lo, hi):
+            if x == 0:
+                new.append(0.0)
+                continue
+            reach = abs(contact_limit(pts, ref, pr.type, pr.axis, pr.origin, x, tol))
+            if pr.type == "prismatic":  # held until it has passed its parent's extent along the slide (a drawer
+                # inside its carcass, clear of the walls, until it has slid out of it)
+                reach = max(reach, float(r.max() - s.min()) if x > 0 else float(s.max() - r.min()))
+            new.append(float(np.sign(x)) * min(abs(x), max(reach, keep)))
+        new = tuple(new)
         if new != (lo, hi):
             pr.info["limits_before_contact"] = [lo, hi]
             pr.limits = new

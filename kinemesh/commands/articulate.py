@@ -90,11 +90,11 @@ def run(args) -> int:
     if target is not None and target.part == root:
         raise KinemeshError(f"prompt {args.prompt!r} names '{root}', the object's base part, which does not move")
     art = to_articulated(obj, preds)
-    limit_notes = [f"joint 'joint_{p.name}': limits {np.round(p.info['limits_before_contact'], 4).tolist()} -> "
-                   f"{np.round(p.limits, 4).tolist()} (the slide keeps the part on its parent)"
-                   for p in preds if p.limits is not None and "limits_before_contact" in p.info]
-    limit_notes += export.collision_free_limits(art)
     joints = {j.child: j for j in art.joints}
+    limit_notes = [f"joint '{joints[p.name].name}': limits {np.round(p.info['limits_before_contact'], 4).tolist()} "
+                   f"-> {np.round(p.limits, 4).tolist()} (the slide keeps the part on its parent)"
+                   for p in preds if p.limits is not None and "limits_before_contact" in p.info and p.name in joints]
+    limit_notes += export.collision_free_limits(art)
     for p in preds:  # the JSON, URDF, MJCF and USD carry the same joints and (usable) limits
         if p.name in joints and joints[p.name].type == "continuous":
             p.type, p.limits = "continuous", None

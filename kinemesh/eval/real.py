@@ -279,9 +279,9 @@ def evaluate_object(path: Path, model, cfg: RealEvalConfig) -> dict:
         own = own_mask(pid, j.child, wm.part_names, moving)
         vid = drag_vertex(v, own, j)
         T = j.motion(asked)
-        target = T[:3, :3] @ v[vid] + T[:3, 3]
         asked_pose = v.copy()  # the object as the drag asks for it: the part along its true joint
         asked_pose[moving] = v[moving] @ T[:3, :3].T + T[:3, 3]
+        target = asked_pose[vid]  # the dragged vertex is the part's own, so it moves with it
         spec = SimulationSpec(kind=b.kind, frames=cfg.frames, drag_vertex=vid, drag_to=tuple(target), hold=True,
                               seed=cfg.seed, joints=not cfg.free_parts, gravity=cfg.gravity,
                               limit_stops=joints_from == "given")  # as kinemesh simulate on a URDF
